@@ -1,0 +1,17 @@
+"""One error shape for the whole API: DRF's ``{"field": [..]}`` or ``{"detail": ..}``."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError
+from rest_framework import exceptions
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(
+            exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+        )
+    elif isinstance(exc, DataError):
+        # e.g. an integer beyond the column's range reaching the database.
+        exc = exceptions.ValidationError({"detail": ["A value is out of range for its field."]})
+    return drf_exception_handler(exc, context)

@@ -1,0 +1,239 @@
+"""Tables of the study core. Rules live in ``ladder.py`` and ``services/``."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+
+class Deck(models.Model):
+    slug = models.SlugField(max_length=80, unique=True)
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["title"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Tag(models.Model):
+    name = models.SlugField(max_length=50, unique=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Card(models.Model):
+    class Kind(models.TextChoices):
+        RECALL = "recall", "Recall"
+        INTERVIEW = "interview", "Interview question"
+        EXERCISE = "exercise", "Exercise"
+
+    deck = models.ForeignKey(Deck, on_delete=models.CASCADE, related_name="cards")
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.RECALL)
+    prompt = models.TextField(help_text="Markdown; $...$ for inline math, $$...$$ for display math.")
+    answer = models.TextField(blank=True, help_text="Markdown; the model answer or outline.")
+    tags = models.ManyToManyField(Tag, blank=True, related_name="cards")
+    exercise = models.JSONField(
+        null=True,
+        blank=True,
+        help_text='For exercise cards: {"kind": ..., "params": {...}}.',
+    )
+    position = models.PositiveIntegerField(default=0, help_text="Order within the deck.")
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["deck", "position", "id"]
+        indexes = [models.Index(fields=["deck", "is_active"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind="exercise", exercise__isnull=False)
+                | (~Q(kind="exercise") & Q(exercise__isnull=True)),
+                name="card_exercise_iff_kind_exercise",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        first_line = self.prompt.strip().splitlines()[0] if self.prompt.strip() else ""
+        return f"{self.get_kind_display()}: {first_line[:70]}"
+
+
+class Enrollment(models.Model):
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrollments"
+    )
+    deck = models.ForeignKey(Deck, on_delete=models.CASCADE, related_name="enrollments")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["learner", "deck"], name="enrollment_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.learner} in {self.deck}"
+
+
+class ReviewState(models.Model):
+    """Where one learner's card sits on the ladder."""
+
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_states"
+    )
+    card = models.ForeignKey(Card, on_delete=models.CASCADE, related_name="review_states")
+    step = models.PositiveSmallIntegerField(default=0)
+    due_on = models.DateField()
+    last_reviewed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["learner", "card"], name="reviewstate_unique"),
+            models.CheckConstraint(condition=Q(step__lte=4), name="reviewstate_step_range"),
+        ]
+        # Serves the due queue: WHERE learner = ? AND due_on <= ? ORDER BY due_on, id.
+        indexes = [models.Index(fields=["learner", "due_on", "id"], name="reviewstate_due")]
+
+    def __str__(self) -> str:
+        return f"{self.learner} / card {self.card_id}: step {self.step}, due {self.due_on}"
+
+
+class ReviewLog(models.Model):
+    """Append-only history of reviews, in the spirit of Anki's revlog.
+
+    ``card`` carries no database constraint so that deleting a card keeps its log.
+    """
+
+    class Result(models.TextChoices):
+        PASS = "pass", "Pass"
+        FAIL = "fail", "Fail"
+
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_logs"
+    )
+    card = models.ForeignKey(
+        Card,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="review_logs",
+    )
+    reviewed_at = models.DateTimeField()
+    study_day = models.DateField()
+    result = models.CharField(max_length=4, choices=Result.choices)
+    step_before = models.PositiveSmallIntegerField()
+    step_after = models.PositiveSmallIntegerField()
+    interval_days = models.PositiveSmallIntegerField()
+    due_before = models.DateField()
+    due_after = models.DateField()
+    idempotency_key = models.CharField(max_length=255, blank=True, default="")
+
+    class Meta:
+        ordering = ["-reviewed_at", "-id"]
+        indexes = [
+            models.Index(fields=["learner", "-reviewed_at"], name="reviewlog_history"),
+            models.Index(fields=["learner", "study_day"], name="reviewlog_day"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.learner} {self.result} card {self.card_id} at {self.reviewed_at:%Y-%m-%d %H:%M}"
+
+
+class IdempotencyKey(models.Model):
+    """The first answer to a request sent with ``Idempotency-Key``, kept 24 hours."""
+
+    class Status(models.TextChoices):
+        IN_FLIGHT = "in_flight", "In flight"
+        DONE = "done", "Done"
+
+    learner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.IN_FLIGHT)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["learner", "key"], name="idempotency_unique"),
+        ]
+
+
+class LearnerProfile(models.Model):
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile"
+    )
+    timezone = models.CharField(max_length=64, default="UTC", help_text="IANA time zone name.")
+    day_starts_at = models.PositiveSmallIntegerField(
+        default=4, validators=[MinValueValidator(0), MaxValueValidator(23)]
+    )
+    reminders = models.BooleanField(default=True)
+    reminder_hour = models.PositiveSmallIntegerField(
+        default=9,
+        validators=[MinValueValidator(0), MaxValueValidator(23)],
+        help_text="Local hour after which the day's reminder may be sent.",
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(day_starts_at__lte=23), name="profile_day_start_range"),
+            models.CheckConstraint(condition=Q(reminder_hour__lte=23), name="profile_reminder_hour_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Profile of {self.user}"
+
+
+class Reminder(models.Model):
+    """One reminder per learner per study day; the unique row makes resends harmless."""
+
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="reminders_sent"
+    )
+    study_day = models.DateField()
+    due_count = models.PositiveIntegerField()
+    sent_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-study_day", "learner_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["learner", "study_day"], name="reminder_once_per_day"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Reminder to {self.learner} for {self.study_day}"
+
+
+class ExerciseBinding(models.Model):
+    """Ties a generated exercise to the review of an exercise card on one study day."""
+
+    exercise = models.OneToOneField(
+        "exercises.Exercise", on_delete=models.CASCADE, related_name="binding"
+    )
+    learner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    card = models.ForeignKey(Card, on_delete=models.CASCADE, related_name="exercise_bindings")
+    study_day = models.DateField()
+    review = models.OneToOneField(
+        ReviewLog, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["learner", "card", "study_day"], name="binding_once_per_card_day"
+            ),
+        ]

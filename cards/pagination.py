@@ -1,0 +1,37 @@
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import PageNumberPagination
+
+
+class StrictPageNumberPagination(PageNumberPagination):
+    """DRF page numbers, but an out-of-range ``page_size`` is a 400, not silently clamped."""
+
+    page_size = 20
+    page_size_query_param = "page_size"
+    max_page_size = 100
+
+    def get_page_size(self, request):
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        try:
+            size = int(raw)
+        except ValueError:
+            size = 0
+        if not 1 <= size <= self.max_page_size:
+            raise ValidationError(
+                {
+                    self.page_size_query_param: [
+                        f"Expected an integer between 1 and {self.max_page_size}, got {raw!r}."
+                    ]
+                }
+            )
+        return size
+
+    def get_schema_operation_parameters(self, view):
+        params = super().get_schema_operation_parameters(view)
+        for param in params:
+            if param["name"] == self.page_size_query_param:
+                param["schema"].update({"minimum": 1, "maximum": self.max_page_size})
+            if param["name"] == self.page_query_param:
+                param["schema"].update({"minimum": 1})
+        return params

@@ -1,0 +1,57 @@
+"""Tables of generated exercises and their attempts. ``exercises`` never imports ``cards``."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class Exercise(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="exercises"
+    )
+    kind = models.CharField(max_length=40)
+    params = models.JSONField(help_text="Normalised parameters, including the seed.")
+    seed = models.BigIntegerField()
+    inputs = models.JSONField()
+    asks = models.JSONField(help_text="[{name, shape}] in the order they are asked.")
+    solution = models.JSONField(help_text="Expected answers by part.")
+    rtol = models.FloatField(default=0.01)
+    atol = models.FloatField(default=0.005)
+    max_attempts = models.PositiveSmallIntegerField(default=3)
+    attempts_used = models.PositiveSmallIntegerField(default=0)
+    solved = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="exercise_owner_recent"),
+            models.Index(fields=["attempts_used", "created_at"], name="exercise_housekeeping"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(attempts_used__lte=F("max_attempts")), name="exercise_attempts_bound"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} (seed {self.seed})"
+
+
+class Attempt(models.Model):
+    exercise = models.ForeignKey(Exercise, on_delete=models.CASCADE, related_name="attempt_set")
+    number = models.PositiveSmallIntegerField()
+    answers = models.JSONField()
+    correct = models.BooleanField()
+    score = models.FloatField()
+    result = models.JSONField(help_text="The per-part verdicts sent back to the learner.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["exercise", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["exercise", "number"], name="attempt_number_unique"),
+        ]

@@ -1,0 +1,13 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/v1/", include("cards.urls")),
+    path("api/v1/", include("exercises.urls")),
+    path("", include("exercises.web_urls")),
+    path("", include("cards.web_urls")),
+]
