@@ -25,7 +25,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "postgres" in item.keywords and not _on_postgres():
             if REQUIRE_SERVICES:
-                item.add_marker(pytest.mark.xfail(reason="PostgreSQL required", strict=True, run=False))
                 raise pytest.UsageError("REQUIRE_SERVICES=1 but DATABASE_URL is not PostgreSQL")
             item.add_marker(pytest.mark.skip(reason="needs PostgreSQL (set DATABASE_URL)"))
         if "redis" in item.keywords and not os.environ.get("REDIS_URL"):
