@@ -39,6 +39,11 @@ class Card(models.Model):
         EXERCISE = "exercise", "Exercise"
 
     deck = models.ForeignKey(Deck, on_delete=models.CASCADE, related_name="cards")
+    key = models.SlugField(
+        max_length=100,
+        blank=True,
+        help_text="Stable identifier within the deck, used to match cards on re-import.",
+    )
     kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.RECALL)
     prompt = models.TextField(help_text="Markdown; $...$ for inline math, $$...$$ for display math.")
     answer = models.TextField(blank=True, help_text="Markdown; the model answer or outline.")
@@ -57,6 +62,9 @@ class Card(models.Model):
         ordering = ["deck", "position", "id"]
         indexes = [models.Index(fields=["deck", "is_active"])]
         constraints = [
+            models.UniqueConstraint(
+                fields=["deck", "key"], condition=~Q(key=""), name="card_key_unique_in_deck"
+            ),
             models.CheckConstraint(
                 condition=Q(kind="exercise", exercise__isnull=False)
                 | (~Q(kind="exercise") & Q(exercise__isnull=True)),
