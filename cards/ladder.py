@@ -76,7 +76,9 @@ def review(
     """The schedule after reviewing a card at ``step`` with ``result`` on study day ``today``."""
     new_step = next_step(step, result, ladder)
     interval = ladder[new_step]
-    return Schedule(step=new_step, interval_days=interval, due_on=today + dt.timedelta(days=interval))
+    return Schedule(
+        step=new_step, interval_days=interval, due_on=today + dt.timedelta(days=interval)
+    )
 
 
 def is_due(due_on: dt.date, today: dt.date) -> bool:

@@ -45,7 +45,9 @@ class Card(models.Model):
         help_text="Stable identifier within the deck, used to match cards on re-import.",
     )
     kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.RECALL)
-    prompt = models.TextField(help_text="Markdown; $...$ for inline math, $$...$$ for display math.")
+    prompt = models.TextField(
+        help_text="Markdown; $...$ for inline math, $$...$$ for display math."
+    )
     answer = models.TextField(blank=True, help_text="Markdown; the model answer or outline.")
     tags = models.ManyToManyField(Tag, blank=True, related_name="cards")
     exercise = models.JSONField(
@@ -155,7 +157,9 @@ class ReviewLog(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.learner} {self.result} card {self.card_id} at {self.reviewed_at:%Y-%m-%d %H:%M}"
+        return (
+            f"{self.learner} {self.result} card {self.card_id} at {self.reviewed_at:%Y-%m-%d %H:%M}"
+        )
 
 
 class IdempotencyKey(models.Model):
@@ -178,6 +182,9 @@ class IdempotencyKey(models.Model):
             models.UniqueConstraint(fields=["learner", "key"], name="idempotency_unique"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.learner_id}:{self.key} ({self.status})"
+
 
 class LearnerProfile(models.Model):
     user = models.OneToOneField(
@@ -196,8 +203,12 @@ class LearnerProfile(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(condition=Q(day_starts_at__lte=23), name="profile_day_start_range"),
-            models.CheckConstraint(condition=Q(reminder_hour__lte=23), name="profile_reminder_hour_range"),
+            models.CheckConstraint(
+                condition=Q(day_starts_at__lte=23), name="profile_day_start_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(reminder_hour__lte=23), name="profile_reminder_hour_range"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -245,3 +256,6 @@ class ExerciseBinding(models.Model):
                 fields=["learner", "card", "study_day"], name="binding_once_per_card_day"
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"Exercise {self.exercise_id} for card {self.card_id} on {self.study_day}"

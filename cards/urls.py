@@ -1,1 +1,18 @@
-urlpatterns: list = []
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from . import api
+
+router = SimpleRouter()
+router.register("decks", api.DeckViewSet, basename="deck")
+router.register("cards", api.CardViewSet, basename="card")
+router.register("reviews", api.ReviewViewSet, basename="review")
+
+urlpatterns = [
+    path("auth/register/", api.RegisterView.as_view(), name="register"),
+    path("auth/token/", api.TokenView.as_view(), name="token"),
+    path("me/", api.MeView.as_view(), name="me"),
+    path("reviews/due/", api.DueView.as_view(), name="reviews-due"),
+    path("stats/", api.StatsView.as_view(), name="stats"),
+    *router.urls,
+]

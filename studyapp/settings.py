@@ -114,9 +114,7 @@ LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
 # --- Study rules -------------------------------------------------------------
-STUDY_LADDER_DAYS = tuple(
-    int(d) for d in env_list("STUDY_LADDER_DAYS", "1,3,7,14,30")
-)
+STUDY_LADDER_DAYS = tuple(int(d) for d in env_list("STUDY_LADDER_DAYS", "1,3,7,14,30"))
 STUDY_DEFAULT_DAY_STARTS_AT = 4
 STUDY_IDEMPOTENCY_TTL_HOURS = 24
 STUDY_EXERCISE_TTL_DAYS = 7
@@ -133,7 +131,7 @@ REST_FRAMEWORK = {
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
     "DEFAULT_PAGINATION_CLASS": "cards.pagination.StrictPageNumberPagination",
     "PAGE_SIZE": 20,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "studyapp.schema.AutoSchema",
     "EXCEPTION_HANDLER": "cards.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }

@@ -1,0 +1,149 @@
+"""Staff screens: decks and cards editable, learner progress read-only."""
+
+from django.contrib import admin, messages
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+
+from . import services
+from .models import Card, Deck, Enrollment, LearnerProfile, ReviewLog, ReviewState, Tag
+from .rendering import render_markdown
+
+
+class CardInline(admin.TabularInline):
+    model = Card
+    fields = ["position", "kind", "prompt", "is_active"]
+    extra = 0
+    show_change_link = True
+
+
+@admin.register(Deck)
+class DeckAdmin(admin.ModelAdmin):
+    list_display = ["title", "slug", "card_total", "updated_at"]
+    search_fields = ["title", "slug", "description"]
+    prepopulated_fields = {"slug": ["title"]}
+    inlines = [CardInline]
+
+    @admin.display(description="Cards")
+    def card_total(self, deck):
+        return deck.cards.count()
+
+
+@admin.register(Tag)
+class TagAdmin(admin.ModelAdmin):
+    search_fields = ["name"]
+
+
+@admin.register(Card)
+class CardAdmin(admin.ModelAdmin):
+    list_display = [
+        "short_prompt",
+        "deck",
+        "kind",
+        "tag_list",
+        "position",
+        "is_active",
+        "updated_at",
+    ]
+    list_filter = ["deck", "kind", "is_active", ("tags", admin.RelatedOnlyFieldListFilter)]
+    list_editable = ["position"]
+    list_select_related = ["deck"]
+    search_fields = ["prompt", "answer", "key", "tags__name"]
+    filter_horizontal = ["tags"]
+    readonly_fields = ["preview", "created_at", "updated_at"]
+    actions = ["activate", "deactivate"]
+    fieldsets = [
+        (None, {"fields": ["deck", "key", "kind", "position", "is_active", "tags"]}),
+        ("Content", {"fields": ["prompt", "answer", "exercise"]}),
+        ("Preview", {"fields": ["preview"]}),
+        ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
+    ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("tags")
+
+    @admin.display(description="Prompt")
+    def short_prompt(self, card):
+        text = card.prompt.strip().splitlines()[0] if card.prompt.strip() else "(empty)"
+        return text[:90] + ("…" if len(text) > 90 else "")
+
+    @admin.display(description="Tags")
+    def tag_list(self, card):
+        return ", ".join(tag.name for tag in card.tags.all())
+
+    @admin.display(description="Rendered")
+    def preview(self, card):
+        if not card.pk:
+            return "Save the card to see its preview."
+        # render_markdown returns sanitised HTML (nh3), so it is safe to mark.
+        return format_html(
+            '<div class="card-preview"><h4>Prompt</h4>{}<h4>Answer</h4>{}</div>',
+            mark_safe(render_markdown(card.prompt)),
+            mark_safe(render_markdown(card.answer)),
+        )
+
+    @admin.action(description="Activate selected cards (they join learners' ladders)")
+    def activate(self, request, queryset):
+        count = services.cards_set_active(
+            card_ids=list(queryset.values_list("id", flat=True)), active=True
+        )
+        self.message_user(request, f"Activated {count} card(s).", messages.SUCCESS)
+
+    @admin.action(description="Deactivate selected cards (they leave queues; history stays)")
+    def deactivate(self, request, queryset):
+        count = services.cards_set_active(
+            card_ids=list(queryset.values_list("id", flat=True)), active=False
+        )
+        self.message_user(request, f"Deactivated {count} card(s).", messages.SUCCESS)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ReviewState)
+class ReviewStateAdmin(ReadOnlyAdmin):
+    list_display = ["learner", "card", "step", "due_on", "last_reviewed_at"]
+    list_filter = ["step", "card__deck"]
+    list_select_related = ["learner", "card"]
+    search_fields = ["learner__username", "card__prompt"]
+    date_hierarchy = "due_on"
+    show_full_result_count = False
+
+
+@admin.register(ReviewLog)
+class ReviewLogAdmin(ReadOnlyAdmin):
+    list_display = [
+        "reviewed_at",
+        "learner",
+        "card_id",
+        "result",
+        "step_before",
+        "step_after",
+        "due_after",
+    ]
+    list_filter = ["result", "study_day"]
+    list_select_related = ["learner"]
+    search_fields = ["learner__username"]
+    date_hierarchy = "reviewed_at"
+    show_full_result_count = False
+
+
+@admin.register(Enrollment)
+class EnrollmentAdmin(ReadOnlyAdmin):
+    list_display = ["learner", "deck", "created_at"]
+    list_filter = ["deck"]
+    search_fields = ["learner__username"]
+
+
+@admin.register(LearnerProfile)
+class LearnerProfileAdmin(admin.ModelAdmin):
+    list_display = ["user", "timezone", "day_starts_at", "reminders", "reminder_hour"]
+    list_filter = ["reminders", "day_starts_at"]
+    search_fields = ["user__username", "timezone"]

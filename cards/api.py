@@ -1,0 +1,398 @@
+"""REST endpoints of the study core: parse, call one service or selector, serialize."""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib.auth import authenticate
+from django.db.models import Q
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, permissions, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import selectors, services
+from .models import Card, Tag
+from .pagination import StrictPageNumberPagination
+from .serializers import (
+    CardSerializer,
+    DeckSerializer,
+    DueQueueSerializer,
+    EnrollResultSerializer,
+    NotDueSerializer,
+    ProfileSerializer,
+    RegisteredSerializer,
+    RegisterSerializer,
+    ReviewCreateSerializer,
+    ReviewSerializer,
+    StatsSerializer,
+    TokenRequestSerializer,
+    TokenSerializer,
+)
+
+logger = logging.getLogger(__name__)
+
+DETAIL = OpenApiResponse(
+    response={"type": "object", "properties": {"detail": {"type": "string"}}},
+    description="An error with a message.",
+)
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "Any unique string up to 255 characters. The same key with the same body "
+        "answers the first response again for 24 hours; with a different body, 422."
+    ),
+)
+
+
+def _positive_int(request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= 2**63 - 1:
+        raise ValidationError({name: [f"Expected a positive integer id, got {raw!r}."]})
+    return int(raw)
+
+
+# --- Accounts --------------------------------------------------------------------
+
+
+class RegisterView(APIView):
+    permission_classes = [permissions.AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(
+        tags=["auth"],
+        request=RegisterSerializer,
+        responses={201: RegisteredSerializer},
+        summary="Create a learner account and its API token",
+    )
+    def post(self, request):
+        data = RegisterSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user, token = services.register(**data.validated_data)
+        return Response({"username": user.username, "token": token}, status=status.HTTP_201_CREATED)
+
+
+class TokenView(APIView):
+    permission_classes = [permissions.AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(
+        tags=["auth"],
+        request=TokenRequestSerializer,
+        responses={200: TokenSerializer},
+        summary="Exchange a username and password for the API token",
+    )
+    def post(self, request):
+        from rest_framework.authtoken.models import Token
+
+        data = TokenRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = authenticate(
+            request,
+            username=data.validated_data["username"],
+            password=data.validated_data["password"],
+        )
+        if user is None:
+            raise ValidationError(
+                {"non_field_errors": ["Unable to log in with these credentials."]}
+            )
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})
+
+
+class MeView(APIView):
+    @extend_schema(tags=["profile"], responses={200: ProfileSerializer})
+    def get(self, request):
+        return Response(ProfileSerializer(selectors.learner_profile(request.user)).data)
+
+    @extend_schema(
+        tags=["profile"],
+        request=ProfileSerializer,
+        responses={200: ProfileSerializer},
+        summary="Change the time zone, day start, reminders or email",
+    )
+    def patch(self, request):
+        profile = selectors.learner_profile(request.user)
+        data = ProfileSerializer(profile, data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        if "user" in fields:
+            fields.update(fields.pop("user"))
+        profile = services.profile_update(user=request.user, **fields)
+        return Response(ProfileSerializer(profile).data)
+
+
+# --- Decks -----------------------------------------------------------------------
+
+
+class DeckViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = DeckSerializer
+    lookup_field = "slug"
+    lookup_value_regex = "[-a-zA-Z0-9_]+"
+
+    def get_queryset(self):
+        return selectors.decks_for(learner=self.request.user)
+
+    @extend_schema(
+        tags=["decks"],
+        request=None,
+        responses={200: EnrollResultSerializer},
+        summary="Enrol in the deck (idempotent; never resets progress)",
+        methods=["POST"],
+    )
+    @extend_schema(
+        tags=["decks"],
+        request=None,
+        responses={204: None},
+        summary="Leave the deck: its cards leave the queue, history stays",
+        methods=["DELETE"],
+    )
+    @action(detail=True, methods=["post", "delete"])
+    def enroll(self, request, slug=None):
+        deck = self.get_object()
+        if request.method == "DELETE":
+            services.unenroll(learner=request.user, deck=deck)
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        result = services.enroll(learner=request.user, deck=deck, at=timezone.now())
+        return Response(
+            {
+                "deck": deck.slug,
+                "scheduled": result.scheduled,
+                "first_due_on": result.first_due_on,
+            }
+        )
+
+
+# --- Cards -----------------------------------------------------------------------
+
+
+class IsStaffOrReadOnly(permissions.BasePermission):
+    message = "Only staff may change cards."
+
+    def has_permission(self, request, view):
+        return request.method in permissions.SAFE_METHODS or bool(request.user.is_staff)
+
+
+@extend_schema(
+    tags=["cards"],
+    parameters=[
+        OpenApiParameter("deck", OpenApiTypes.STR, description="A deck's slug."),
+        OpenApiParameter("kind", OpenApiTypes.STR, enum=Card.Kind.values),
+        OpenApiParameter("tag", OpenApiTypes.STR, description="A tag name."),
+        OpenApiParameter("search", OpenApiTypes.STR, description="Words in the prompt or answer."),
+    ],
+    methods=["GET"],
+)
+class CardViewSet(viewsets.ModelViewSet):
+    serializer_class = CardSerializer
+    permission_classes = [permissions.IsAuthenticated, IsStaffOrReadOnly]
+
+    def get_queryset(self):
+        cards = selectors.cards_visible_to(user=self.request.user)
+        if self.action != "list":
+            return cards
+        params = self.request.query_params
+        if deck := params.get("deck"):
+            cards = cards.filter(deck__slug=deck)
+        if kind := params.get("kind"):
+            if kind not in Card.Kind.values:
+                raise ValidationError(
+                    {"kind": [f"Expected one of {', '.join(Card.Kind.values)}; got {kind!r}."]}
+                )
+            cards = cards.filter(kind=kind)
+        if tag := params.get("tag"):
+            cards = cards.filter(tags__in=Tag.objects.filter(name=tag))
+        if search := params.get("search"):
+            for word in search.split()[:10]:
+                cards = cards.filter(Q(prompt__icontains=word) | Q(answer__icontains=word))
+        return cards
+
+    def get_object(self):
+        pk = self.kwargs["pk"]
+        if not str(pk).isdigit() or int(pk) > 2**63 - 1:
+            from django.http import Http404
+
+            raise Http404
+        return super().get_object()
+
+
+# --- Reviews ---------------------------------------------------------------------
+
+
+class DueView(APIView):
+    @extend_schema(
+        tags=["reviews"],
+        parameters=[
+            OpenApiParameter("page", OpenApiTypes.INT, description="Page number (from 1)."),
+            OpenApiParameter(
+                "page_size", OpenApiTypes.INT, description="Items per page, 1 to 100 (default 20)."
+            ),
+        ],
+        responses={200: DueQueueSerializer},
+        summary="Cards due today, oldest due first",
+    )
+    def get(self, request):
+        today = selectors.learner_today(learner=request.user, at=timezone.now())
+        paginator = StrictPageNumberPagination()
+        page = paginator.paginate_queryset(
+            selectors.due_reviews(learner=request.user, today=today), request, view=self
+        )
+        exercises = _bound_exercises(request, page, today)
+        ladder_days = _ladder()
+        results = []
+        for state in page:
+            item = {
+                "card": CardSerializer(state.card).data,
+                "step": state.step,
+                "interval_days": ladder_days[state.step],
+                "due_on": state.due_on,
+            }
+            if state.card.kind == Card.Kind.EXERCISE:
+                item["exercise"] = exercises.get(state.card_id)
+            results.append(item)
+        return Response(
+            {
+                "today": today,
+                "count": paginator.page.paginator.count,
+                "next": paginator.get_next_link(),
+                "previous": paginator.get_previous_link(),
+                "results": results,
+            }
+        )
+
+
+def _ladder():
+    from django.conf import settings
+
+    return settings.STUDY_LADDER_DAYS
+
+
+def _bound_exercises(request, page, today) -> dict:
+    exercise_states = [s for s in page if s.card.kind == Card.Kind.EXERCISE]
+    if not exercise_states:
+        return {}
+    from exercises.serializers import ExerciseSerializer
+
+    from .services.exercise_reviews import exercises_for_review
+
+    bound = exercises_for_review(learner=request.user, states=exercise_states, today=today)
+    return {card_id: ExerciseSerializer(ex).data for card_id, ex in bound.items()}
+
+
+class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = ReviewSerializer
+
+    def get_queryset(self):
+        return selectors.review_history(
+            learner=self.request.user, card_id=_positive_int(self.request, "card")
+        )
+
+    @extend_schema(
+        tags=["reviews"],
+        parameters=[
+            OpenApiParameter("card", OpenApiTypes.INT, description="Only this card's reviews.")
+        ],
+        summary="The learner's review log, newest first",
+    )
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(
+        tags=["reviews"],
+        request=ReviewCreateSerializer,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={
+            201: ReviewSerializer,
+            409: OpenApiResponse(
+                NotDueSerializer,
+                description="Not due yet (with its due date), or the same Idempotency-Key is in flight.",
+            ),
+            422: DETAIL,
+        },
+        summary="Record a pass or fail for a due card",
+    )
+    def create(self, request):
+        key = request.headers.get("Idempotency-Key", "")
+        if len(key) > 255 or (key and not key.isprintable()):
+            raise ValidationError(
+                {"Idempotency-Key": ["Expected at most 255 printable characters."]}
+            )
+        data = ReviewCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        if not key:
+            return self._record(request, data.validated_data, key)
+
+        fingerprint = services.request_fingerprint(
+            method="POST", path=request.path, body=data.validated_data
+        )
+        try:
+            claim = services.idempotency_begin(
+                learner=request.user, key=key, fingerprint=fingerprint
+            )
+        except services.IdempotencyConflict as exc:
+            code = (
+                status.HTTP_409_CONFLICT if exc.in_flight else status.HTTP_422_UNPROCESSABLE_ENTITY
+            )
+            return Response({"detail": str(exc)}, status=code)
+        if isinstance(claim, services.Replay):
+            return Response(claim.body, status=claim.status)
+        try:
+            response = self._record(request, data.validated_data, key)
+        except BaseException:
+            services.idempotency_abandon(record=claim)
+            raise
+        if response.status_code == status.HTTP_201_CREATED:
+            services.idempotency_finish(record=claim, status=201, body=response.data)
+        else:
+            services.idempotency_abandon(record=claim)
+        return response
+
+    def _record(self, request, values, key) -> Response:
+        try:
+            log = services.review_record(
+                learner=request.user,
+                card=values["card"],
+                result=values["result"],
+                at=timezone.now(),
+                idempotency_key=key,
+            )
+        except services.NotScheduled:
+            return Response(
+                {
+                    "detail": "No such card on your ladder (unknown, inactive, or deck not enrolled)."
+                },
+                status=status.HTTP_404_NOT_FOUND,
+            )
+        except services.ExerciseCardReview:
+            return Response(
+                {
+                    "card": [
+                        "This is an exercise card: submit the exercise that reviews/due/ "
+                        "gave you for it instead."
+                    ]
+                },
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        except services.NotDue as exc:
+            return Response(
+                {"detail": str(exc), "due_on": exc.due_on}, status=status.HTTP_409_CONFLICT
+            )
+        return Response(ReviewSerializer(log).data, status=status.HTTP_201_CREATED)
+
+
+class StatsView(APIView):
+    @extend_schema(tags=["reviews"], responses={200: StatsSerializer}, summary="Study statistics")
+    def get(self, request):
+        today = selectors.learner_today(learner=request.user, at=timezone.now())
+        return Response(
+            StatsSerializer(selectors.learner_stats(learner=request.user, today=today)).data
+        )

@@ -1,0 +1,60 @@
+"""Staff writes to cards. New or re-activated cards are placed on ladders by the beat job."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from ..models import Card, Tag
+
+
+def _set_tags(card: Card, names: list[str]) -> None:
+    existing = {tag.name: tag for tag in Tag.objects.filter(name__in=names)}
+    missing = [Tag(name=name) for name in names if name not in existing]
+    Tag.objects.bulk_create(missing, ignore_conflicts=True)
+    card.tags.set(Tag.objects.filter(name__in=names))
+
+
+def _schedule_soon(card: Card) -> None:
+    # Learners enrolled in the deck get the card without waiting for the next beat.
+    try:
+        from ..tasks import enqueue_schedule_new_cards
+    except ImportError:  # pragma: no cover - tasks module always ships with the app
+        return
+    enqueue_schedule_new_cards(card.deck_id)
+
+
+@transaction.atomic
+def card_create(*, tags: list[str] | None = None, **fields) -> Card:
+    card = Card(**fields)
+    card.full_clean(exclude=["tags"])
+    card.save()
+    _set_tags(card, tags or [])
+    if card.is_active:
+        _schedule_soon(card)
+    return card
+
+
+@transaction.atomic
+def card_update(*, card: Card, tags: list[str] | None = None, **fields) -> Card:
+    """Edit a card. Progress is never reset: review states are not touched."""
+    was_active = card.is_active
+    for name, value in fields.items():
+        setattr(card, name, value)
+    card.full_clean(exclude=["tags"])
+    card.save()
+    if tags is not None:
+        _set_tags(card, tags)
+    if card.is_active and not was_active:
+        _schedule_soon(card)
+    return card
+
+
+@transaction.atomic
+def cards_set_active(*, card_ids: list[int], active: bool) -> int:
+    """Bulk activate or deactivate; deactivated cards leave queues but keep their history."""
+    changed = Card.objects.filter(pk__in=card_ids).exclude(is_active=active)
+    deck_ids = set(changed.values_list("deck_id", flat=True)) if active else set()
+    count = changed.update(is_active=active)
+    for deck_id in deck_ids:
+        _schedule_soon(Card(deck_id=deck_id))
+    return count

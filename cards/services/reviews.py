@@ -1,0 +1,135 @@
+"""Recording reviews: the ladder applied under a conditional UPDATE, and idempotency keys."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from .. import ladder, selectors
+from ..models import Card, IdempotencyKey, ReviewLog, ReviewState
+from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled
+
+
+def _advance(
+    *, learner, state: ReviewState, result: str, today: dt.date, at: dt.datetime, key: str
+) -> ReviewLog:
+    if state.due_on > today:
+        raise NotDue(state.due_on)
+    schedule = ladder.review(state.step, result, today, settings.STUDY_LADDER_DAYS)
+    # Only the request that still sees the state it read may move it: a concurrent
+    # submission for the same card matches zero rows here and is told it is not due.
+    moved = ReviewState.objects.filter(pk=state.pk, step=state.step, due_on=state.due_on).update(
+        step=schedule.step, due_on=schedule.due_on, last_reviewed_at=at
+    )
+    if not moved:
+        current = ReviewState.objects.filter(pk=state.pk).values_list("due_on", flat=True).first()
+        raise NotDue(current or schedule.due_on)
+    return ReviewLog.objects.create(
+        learner=learner,
+        card_id=state.card_id,
+        reviewed_at=at,
+        study_day=today,
+        result=result,
+        step_before=state.step,
+        step_after=schedule.step,
+        interval_days=schedule.interval_days,
+        due_before=state.due_on,
+        due_after=schedule.due_on,
+        idempotency_key=key,
+    )
+
+
+@transaction.atomic
+def review_record(
+    *, learner, card: Card | int, result: str, at: dt.datetime, idempotency_key: str = ""
+) -> ReviewLog:
+    """Record a pass or fail for a due recall or interview card and move it on the ladder."""
+    if result not in ReviewLog.Result.values:
+        raise ValueError("result must be 'pass' or 'fail'")
+    card_id = card.pk if isinstance(card, Card) else card
+    state = selectors.scheduled_state(learner=learner, card_id=card_id)
+    if state is None:
+        raise NotScheduled()
+    if state.card.kind == Card.Kind.EXERCISE:
+        raise ExerciseCardReview()
+    today = selectors.learner_today(learner=learner, at=at)
+    return _advance(
+        learner=learner, state=state, result=result, today=today, at=at, key=idempotency_key
+    )
+
+
+@transaction.atomic
+def exercise_review_record(
+    *, learner, card_id: int, passed: bool, today: dt.date, at: dt.datetime
+) -> ReviewLog:
+    """Record the review of an exercise card from the first submission of its bound exercise."""
+    state = selectors.scheduled_state(learner=learner, card_id=card_id)
+    if state is None:
+        raise NotScheduled()
+    return _advance(
+        learner=learner,
+        state=state,
+        result="pass" if passed else "fail",
+        today=today,
+        at=at,
+        key="",
+    )
+
+
+# --- Idempotency keys ----------------------------------------------------------
+
+
+def request_fingerprint(*, method: str, path: str, body) -> str:
+    canonical = json.dumps(
+        {"method": method, "path": path, "body": body}, sort_keys=True, default=str
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Replay:
+    status: int
+    body: dict
+
+
+def idempotency_begin(*, learner, key: str, fingerprint: str) -> IdempotencyKey | Replay:
+    """Claim ``key`` for this request, or return the stored answer of the first one.
+
+    The claim commits on its own, so a second request with the same key sees it
+    while the first is still running and gets a 409 instead of waiting.
+    """
+    try:
+        with transaction.atomic():
+            return IdempotencyKey.objects.create(learner=learner, key=key, request_hash=fingerprint)
+    except IntegrityError:
+        pass
+    existing = IdempotencyKey.objects.filter(learner=learner, key=key).first()
+    if existing is None:  # purged between the insert and the read: try once more
+        return IdempotencyKey.objects.create(learner=learner, key=key, request_hash=fingerprint)
+    if existing.request_hash != fingerprint:
+        raise IdempotencyConflict(
+            "This Idempotency-Key was already used with a different request body.",
+            in_flight=False,
+        )
+    if existing.status == IdempotencyKey.Status.IN_FLIGHT:
+        raise IdempotencyConflict(
+            "A request with this Idempotency-Key is still being processed; retry shortly.",
+            in_flight=True,
+        )
+    return Replay(status=existing.response_status, body=existing.response_body)
+
+
+def idempotency_finish(*, record: IdempotencyKey, status: int, body: dict) -> None:
+    IdempotencyKey.objects.filter(pk=record.pk).update(
+        status=IdempotencyKey.Status.DONE, response_status=status, response_body=body
+    )
+
+
+def idempotency_abandon(*, record: IdempotencyKey) -> None:
+    """Forget a claim whose request failed, so the client may retry with the same key."""
+    IdempotencyKey.objects.filter(pk=record.pk, status=IdempotencyKey.Status.IN_FLIGHT).delete()

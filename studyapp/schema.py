@@ -1,0 +1,58 @@
+"""OpenAPI generation: every operation documents the error statuses it can answer.
+
+DRF answers 400, 401, 403, 404 and 415 from shared machinery (validation,
+authentication, permissions, lookups, parsers), so they are added here once
+instead of on every view. Views still declare their own domain errors (409, 422).
+"""
+
+from drf_spectacular.openapi import AutoSchema as BaseAutoSchema
+from rest_framework.permissions import AllowAny
+
+DETAIL_ERROR = {
+    "type": "object",
+    "properties": {"detail": {"type": "string"}},
+    "required": ["detail"],
+}
+FIELD_ERRORS = {
+    "type": "object",
+    "description": (
+        'Messages per field, e.g. {"timezone": ["Expected an IANA time zone name ..."]}, '
+        'or {"detail": "..."} for a body that is not valid JSON.'
+    ),
+    "additionalProperties": {},
+}
+
+
+def _error(description: str, schema: dict) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+class AutoSchema(BaseAutoSchema):
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        if direction != "response":
+            return responses
+        has_body = self.method in ("POST", "PUT", "PATCH")
+        has_params = bool(self._get_pagination_parameters()) or bool(self._get_filter_parameters())
+        overrides = [p for p in self.get_override_parameters() if not isinstance(p, type)]
+        public = all(isinstance(p, AllowAny) for p in self.view.get_permissions())
+        path_has_id = "{" in self.path
+
+        if has_body or has_params or overrides:
+            responses.setdefault(
+                "400", _error("The request was malformed or invalid.", FIELD_ERRORS)
+            )
+        if not public:
+            responses.setdefault(
+                "401", _error("Authentication credentials were missing or wrong.", DETAIL_ERROR)
+            )
+            responses.setdefault(
+                "403", _error("Not allowed for this user (or a missing CSRF token).", DETAIL_ERROR)
+            )
+        if path_has_id or self._is_list_view():
+            responses.setdefault("404", _error("Not found (or not yours).", DETAIL_ERROR))
+        if has_body:
+            responses.setdefault(
+                "415", _error("Only application/json request bodies are accepted.", DETAIL_ERROR)
+            )
+        return responses
