@@ -1,0 +1,529 @@
+"""Bulk synthetic data for load tests: learners × cards review states in a few set-based statements.
+
+Every synthetic learner (``load-000001`` …, e-mail ``@load.invalid``) is enrolled in every
+synthetic deck (``load-deck-1`` …), so ``--learners 1000 --cards 1000`` makes 1,000,000
+review states. On PostgreSQL the states and logs come from ``INSERT ... SELECT`` over a
+cross join of the synthetic users and cards; elsewhere from batched ``bulk_create``.
+
+Where a state sits is a deterministic function of (learner id, card id, ``--seed``): a
+Kronecker (irrational-rotation) sequence, so every learner gets close to exactly
+``--due-fraction`` of their cards due today or overdue, and the rest spread over the
+ladder steps 0..4 with due dates within the interval of their step. The same formula is
+written once in SQL and once in Python (``_placement``) and both backends agree.
+
+A re-run without ``--reset`` tops up: only missing users, profiles, decks, cards,
+enrolments, states and logs are created.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, transaction
+from django.utils import timezone
+
+from cards import ladder
+from cards.models import (
+    Card,
+    Deck,
+    Enrollment,
+    LearnerProfile,
+    ReviewLog,
+    ReviewState,
+    Tag,
+)
+
+USER_PREFIX = "load-"
+EMAIL_DOMAIN = "@load.invalid"
+DECK_PREFIX = "load-deck-"
+CARD_TAG = "load-synthetic"
+# How many days before today an overdue card may have fallen due.
+OVERDUE_SPREAD_DAYS = 7
+BATCH = 10_000
+
+# Kronecker sequence weights: irrational and independent over the rationals, so for a
+# fixed learner the sequence over card ids is equidistributed (plastic-number powers).
+_A_LEARNER, _A_CARD, _A_SEED = 0.7548776662466927, 0.5698402909980532, 0.4142135623730950
+_B_LEARNER, _B_CARD, _B_SEED = 0.3247179572447460, 0.8191725133961645, 0.7320508075688772
+_C_LEARNER, _C_CARD, _C_SEED = 0.6180339887498949, 0.2360679774997897, 0.1415926535897932
+
+
+def synthetic_users():
+    return get_user_model().objects.filter(
+        username__startswith=USER_PREFIX, email__endswith=EMAIL_DOMAIN
+    )
+
+
+def synthetic_decks():
+    return Deck.objects.filter(slug__startswith=DECK_PREFIX)
+
+
+def username_for(i: int) -> str:
+    return f"{USER_PREFIX}{i:06d}"
+
+
+def _frac(x: float) -> float:
+    return x - math.floor(x)
+
+
+def _placement(
+    learner_id: int,
+    card_id: int,
+    seed: int,
+    due_fraction: float,
+    today: dt.date,
+    steps: tuple[int, ...],
+) -> tuple[int, dt.date]:
+    """(step, due_on) of one synthetic state; mirrors ``_PLACEMENT_SQL``."""
+    u = _frac(learner_id * _A_LEARNER + card_id * _A_CARD + seed * _A_SEED)
+    v = _frac(learner_id * _B_LEARNER + card_id * _B_CARD + seed * _B_SEED)
+    step = math.floor(v * len(steps))
+    if u < due_fraction:
+        return step, today - dt.timedelta(days=math.floor(u / due_fraction * OVERDUE_SPREAD_DAYS))
+    ahead = (u - due_fraction) / (1.0 - due_fraction)
+    return step, today + dt.timedelta(days=1 + math.floor(ahead * steps[step]))
+
+
+def _logged(learner_id: int, card_id: int, seed: int, log_fraction: float) -> bool:
+    return _frac(learner_id * _C_LEARNER + card_id * _C_CARD + seed * _C_SEED) < log_fraction
+
+
+# (learner, card, step, due_on) for every synthetic learner × synthetic card; mirrors
+# ``_placement``. Weights are bound as float8 so PostgreSQL rounds as Python does.
+_PLACEMENT_SQL = """
+    SELECT p.learner_id, p.card_id, p.step,
+           CASE WHEN p.u < %(due)s
+                THEN %(today)s - floor(p.u / %(due)s * %(spread)s)::int
+                ELSE %(today)s + 1
+                     + floor((p.u - %(due)s) / (1.0 - %(due)s) * (%(steps)s)[p.step + 1])::int
+           END AS due_on
+    FROM (
+        SELECT k.learner_id, k.card_id, k.x - floor(k.x) AS u,
+               floor((k.y - floor(k.y)) * %(nsteps)s)::int AS step
+        FROM (
+            SELECT u.id AS learner_id, c.id AS card_id,
+                   u.id * %(a_l)s + c.id * %(a_c)s + %(seed)s * %(a_s)s AS x,
+                   u.id * %(b_l)s + c.id * %(b_c)s + %(seed)s * %(b_s)s AS y
+            FROM {user} u
+            CROSS JOIN {card} c
+            JOIN {deck} d ON d.id = c.deck_id
+            WHERE u.username LIKE %(user_like)s AND u.email LIKE %(email_like)s
+              AND d.slug LIKE %(deck_like)s
+        ) k
+    ) p
+"""
+
+
+class Command(BaseCommand):
+    help = (
+        "Create synthetic learners, decks, cards, enrolments, review states and review logs "
+        "in bulk for load testing (names start with 'load-'); --reset removes them first."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--learners", type=int, default=100, help="Synthetic learners.")
+        parser.add_argument(
+            "--cards", type=int, default=100, help="Cards in total, split over the decks."
+        )
+        parser.add_argument("--decks", type=int, default=1, help="Synthetic decks (default 1).")
+        parser.add_argument(
+            "--due-fraction",
+            type=float,
+            default=0.2,
+            help="Share of each learner's cards due today or overdue (0 <= F < 1).",
+        )
+        parser.add_argument(
+            "--log-fraction",
+            type=float,
+            default=0.1,
+            help="Share of reviewed states (step > 0) that also get their last review logged.",
+        )
+        parser.add_argument("--seed", type=int, default=0, help="Varies the placement.")
+        parser.add_argument(
+            "--reset", action="store_true", help="Delete earlier synthetic data first."
+        )
+        parser.add_argument(
+            "--reset-only", action="store_true", help="Delete synthetic data and create nothing."
+        )
+
+    def handle(self, *args, **opts):
+        learners, cards, decks = opts["learners"], opts["cards"], opts["decks"]
+        due_fraction, log_fraction = opts["due_fraction"], opts["log_fraction"]
+        if learners < 0:
+            raise CommandError(f"--learners: expected an integer >= 0, got {learners}.")
+        if cards < 0:
+            raise CommandError(f"--cards: expected an integer >= 0, got {cards}.")
+        if decks < 1 or (cards and decks > cards):
+            raise CommandError(f"--decks: expected an integer between 1 and --cards, got {decks}.")
+        if not 0.0 <= due_fraction < 1.0:
+            raise CommandError(f"--due-fraction: expected 0 <= F < 1, got {due_fraction}.")
+        if not 0.0 <= log_fraction <= 1.0:
+            raise CommandError(f"--log-fraction: expected 0 <= F <= 1, got {log_fraction}.")
+
+        self.started = time.perf_counter()
+        if opts["reset"] or opts["reset_only"]:
+            with transaction.atomic(), self.phase("reset"):
+                self.reset()
+            if opts["reset_only"]:
+                self.finish()
+                return
+
+        now = timezone.now()
+        # Synthetic learners keep the profile defaults, so they share one study day.
+        today = ladder.study_day(
+            now,
+            LearnerProfile._meta.get_field("timezone").default,
+            LearnerProfile._meta.get_field("day_starts_at").default,
+        )
+        steps = tuple(settings.STUDY_LADDER_DAYS)
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                # Check foreign keys row by row, so each phase's time includes its checks
+                # instead of all of them landing in the COMMIT.
+                with connection.cursor() as cursor:
+                    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            with self.phase("users and profiles"):
+                user_ids = self.create_users(learners, now)
+            with self.phase("decks and cards"):
+                deck_ids = self.create_decks(decks, cards)
+            with self.phase("enrolments"):
+                self.create_enrollments(user_ids, deck_ids, now)
+            with self.phase("review states"):
+                params = dict(
+                    seed=opts["seed"], due=due_fraction, today=today, steps=steps, now=now
+                )
+                if connection.vendor == "postgresql":
+                    self.create_states_sql(**params)
+                else:
+                    self.create_states_bulk(user_ids, **params)
+            with self.phase("review logs"):
+                self.create_logs(seed=opts["seed"], fraction=log_fraction, steps=steps)
+        if connection.vendor == "postgresql":
+            # Fresh statistics, or the planner guesses from an empty table until autovacuum.
+            with self.phase("analyze"), connection.cursor() as cursor:
+                for model in (ReviewState, ReviewLog, Enrollment, Card):
+                    cursor.execute(f"ANALYZE {model._meta.db_table}")
+        with self.phase("count"):
+            self.summary(today)
+        self.finish()
+
+    def summary(self, today: dt.date) -> None:
+        states = ReviewState.objects.filter(learner__in=synthetic_users()).count()
+        due = ReviewState.objects.filter(learner__in=synthetic_users(), due_on__lte=today).count()
+        self.stdout.write(
+            f"synthetic data: {synthetic_users().count()} learners, "
+            f"{synthetic_decks().count()} decks, "
+            f"{Card.objects.filter(deck__in=synthetic_decks()).count()} cards, "
+            f"{states} review states ({due} due on {today}), "
+            f"{ReviewLog.objects.filter(learner__in=synthetic_users()).count()} review logs"
+        )
+
+    # --- phases -------------------------------------------------------------------
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.stdout.write(f"  {name:<20} {time.perf_counter() - start:8.2f} s")
+
+    def finish(self) -> None:
+        self.stdout.write(
+            self.style.SUCCESS(f"seed_load done in {time.perf_counter() - self.started:.2f} s")
+        )
+
+    def reset(self) -> None:
+        users = synthetic_users()
+        deck_cards = Card.objects.filter(deck__in=synthetic_decks())
+        user_table = get_user_model()._meta.db_table
+        # Plain DELETEs for the two big tables: the ORM would load every review log
+        # into memory first (ExerciseBinding.review is SET_NULL).
+        synthetic_user_ids = f"SELECT id FROM {user_table} WHERE username LIKE %s AND email LIKE %s"
+        like = (USER_PREFIX + "%", "%" + EMAIL_DOMAIN)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {_table('ExerciseBinding')} SET review_id = NULL WHERE review_id IN "
+                f"(SELECT id FROM {ReviewLog._meta.db_table} WHERE learner_id IN "
+                f"({synthetic_user_ids}))",
+                like,
+            )
+            cursor.execute(
+                f"DELETE FROM {ReviewLog._meta.db_table} WHERE learner_id IN ({synthetic_user_ids})",
+                like,
+            )
+            cursor.execute(
+                f"DELETE FROM {ReviewState._meta.db_table} WHERE learner_id IN ({synthetic_user_ids})",
+                like,
+            )
+        # Other learners' states on synthetic cards go with the cards (cascade).
+        deck_cards.delete()
+        synthetic_decks().delete()
+        Tag.objects.filter(name=CARD_TAG).delete()
+        users.delete()
+
+    def create_users(self, learners: int, now: dt.datetime) -> list[int]:
+        User = get_user_model()
+        # One unusable password for all: synthetic learners never log in by password.
+        password = make_password(None)
+        User.objects.bulk_create(
+            (
+                User(
+                    username=username_for(i),
+                    email=f"{username_for(i)}{EMAIL_DOMAIN}",
+                    password=password,
+                    date_joined=now,
+                )
+                for i in range(1, learners + 1)
+            ),
+            batch_size=BATCH,
+            ignore_conflicts=True,
+        )
+        user_ids = list(
+            synthetic_users()
+            .filter(username__in=[username_for(i) for i in range(1, learners + 1)])
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+        # bulk_create skips post_save, so the profiles the signal would make are made here.
+        LearnerProfile.objects.bulk_create(
+            (LearnerProfile(user_id=uid) for uid in user_ids),
+            batch_size=BATCH,
+            ignore_conflicts=True,
+        )
+        return user_ids
+
+    def create_decks(self, decks: int, cards: int) -> list[int]:
+        Deck.objects.bulk_create(
+            (
+                Deck(
+                    slug=f"{DECK_PREFIX}{d}",
+                    title=f"Load deck {d}",
+                    description="Synthetic deck for load testing.",
+                )
+                for d in range(1, decks + 1)
+            ),
+            ignore_conflicts=True,
+        )
+        deck_ids = list(
+            synthetic_decks()
+            .filter(slug__in=[f"{DECK_PREFIX}{d}" for d in range(1, decks + 1)])
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+
+        def new_cards() -> Iterator[Card]:
+            # Contiguous split: the first ``cards % decks`` decks hold one card more.
+            per_deck, extra = divmod(cards, decks)
+            number = 0
+            for index, deck_id in enumerate(deck_ids):
+                for position in range(per_deck + (index < extra)):
+                    number += 1
+                    yield Card(
+                        deck_id=deck_id,
+                        key=f"load-{number}",
+                        kind=Card.Kind.INTERVIEW if number % 5 == 0 else Card.Kind.RECALL,
+                        prompt=f"Synthetic prompt {number}: what does $QK^T$ measure?",
+                        answer=f"Synthetic answer {number}: query–key similarity.",
+                        position=position,
+                    )
+
+        Card.objects.bulk_create(new_cards(), batch_size=BATCH, ignore_conflicts=True)
+        tag, _ = Tag.objects.get_or_create(name=CARD_TAG)
+        card_ids = Card.objects.filter(deck_id__in=deck_ids).values_list("id", flat=True)
+        Through = Card.tags.through
+        Through.objects.bulk_create(
+            (Through(card_id=cid, tag_id=tag.id) for cid in card_ids.iterator(chunk_size=BATCH)),
+            batch_size=BATCH,
+            ignore_conflicts=True,
+        )
+        return deck_ids
+
+    def create_enrollments(self, user_ids: list[int], deck_ids: list[int], now) -> None:
+        Enrollment.objects.bulk_create(
+            (Enrollment(learner_id=u, deck_id=d) for u in user_ids for d in deck_ids),
+            batch_size=BATCH,
+            ignore_conflicts=True,
+        )
+
+    def create_states_sql(self, *, seed, due, today, steps, now) -> None:
+        select = _PLACEMENT_SQL.format(
+            user=get_user_model()._meta.db_table,
+            card=Card._meta.db_table,
+            deck=Deck._meta.db_table,
+        )
+        sql = f"""
+            INSERT INTO {ReviewState._meta.db_table}
+                (learner_id, card_id, step, due_on, last_reviewed_at, created_at, updated_at)
+            SELECT s.learner_id, s.card_id, s.step, s.due_on,
+                   CASE WHEN s.step > 0
+                        THEN ((s.due_on - (%(steps)s)[s.step + 1]) + time '12:00')
+                             AT TIME ZONE 'UTC'
+                   END,
+                   %(now)s, %(now)s
+            FROM ({select}) s
+            ON CONFLICT DO NOTHING
+        """
+        params = {
+            "seed": seed,
+            "due": due,
+            "today": today,
+            "spread": OVERDUE_SPREAD_DAYS,
+            "steps": list(steps),
+            "nsteps": len(steps),
+            "now": now,
+            "a_l": _A_LEARNER,
+            "a_c": _A_CARD,
+            "a_s": _A_SEED,
+            "b_l": _B_LEARNER,
+            "b_c": _B_CARD,
+            "b_s": _B_SEED,
+            "user_like": USER_PREFIX + "%",
+            "email_like": "%" + EMAIL_DOMAIN,
+            "deck_like": DECK_PREFIX + "%",
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(_typed(sql), params)
+            self.stdout.write(f"  inserted {cursor.rowcount} review states")
+
+    def create_states_bulk(self, user_ids, *, seed, due, today, steps, now) -> None:
+        card_ids = list(
+            Card.objects.filter(deck__in=synthetic_decks())
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+
+        def new_states() -> Iterator[ReviewState]:
+            for learner_id in user_ids:
+                for card_id in card_ids:
+                    step, due_on = _placement(learner_id, card_id, seed, due, today, steps)
+                    reviewed = _reviewed_at(due_on, steps[step]) if step > 0 else None
+                    yield ReviewState(
+                        learner_id=learner_id,
+                        card_id=card_id,
+                        step=step,
+                        due_on=due_on,
+                        last_reviewed_at=reviewed,
+                        created_at=now,
+                        updated_at=now,
+                    )
+
+        before = ReviewState.objects.count()
+        ReviewState.objects.bulk_create(new_states(), batch_size=BATCH, ignore_conflicts=True)
+        self.stdout.write(f"  inserted {ReviewState.objects.count() - before} review states")
+
+    def create_logs(self, *, seed: int, fraction: float, steps: tuple[int, ...]) -> None:
+        """Log the last review (a pass from ``step - 1``) of a share of the reviewed states.
+
+        Only for synthetic learners' states that have no log for that card yet, so a
+        re-run adds nothing twice.
+        """
+        if connection.vendor == "postgresql":
+            self.create_logs_sql(seed=seed, fraction=fraction, steps=steps)
+            return
+        states = (
+            ReviewState.objects.filter(learner__in=synthetic_users(), step__gt=0)
+            .exclude(last_reviewed_at=None)
+            .values_list("learner_id", "card_id", "step", "due_on", "last_reviewed_at")
+        )
+        logged = set(
+            ReviewLog.objects.filter(learner__in=synthetic_users()).values_list(
+                "learner_id", "card_id"
+            )
+        )
+
+        def new_logs() -> Iterator[ReviewLog]:
+            for learner_id, card_id, step, due_on, reviewed_at in states.iterator(chunk_size=BATCH):
+                if (learner_id, card_id) in logged or not _logged(
+                    learner_id, card_id, seed, fraction
+                ):
+                    continue
+                day = due_on - dt.timedelta(days=steps[step])
+                yield ReviewLog(
+                    learner_id=learner_id,
+                    card_id=card_id,
+                    reviewed_at=reviewed_at,
+                    study_day=day,
+                    result=ReviewLog.Result.PASS,
+                    step_before=step - 1,
+                    step_after=step,
+                    interval_days=steps[step],
+                    due_before=day,
+                    due_after=due_on,
+                )
+
+        created = ReviewLog.objects.bulk_create(new_logs(), batch_size=BATCH)
+        self.stdout.write(f"  inserted {len(created)} review logs")
+
+    def create_logs_sql(self, *, seed: int, fraction: float, steps: tuple[int, ...]) -> None:
+        log, state = ReviewLog._meta.db_table, ReviewState._meta.db_table
+        sql = f"""
+            INSERT INTO {log} (learner_id, card_id, reviewed_at, study_day, result,
+                               step_before, step_after, interval_days, due_before, due_after,
+                               idempotency_key)
+            SELECT s.learner_id, s.card_id, s.last_reviewed_at,
+                   s.due_on - (%(steps)s)[s.step + 1], 'pass',
+                   s.step - 1, s.step, (%(steps)s)[s.step + 1],
+                   s.due_on - (%(steps)s)[s.step + 1], s.due_on, ''
+            FROM (
+                SELECT st.*, st.learner_id * %(c_l)s + st.card_id * %(c_c)s
+                             + %(seed)s * %(c_s)s AS z
+                FROM {state} st
+                JOIN {get_user_model()._meta.db_table} u ON u.id = st.learner_id
+                WHERE u.username LIKE %(user_like)s AND u.email LIKE %(email_like)s
+                  AND st.step > 0 AND st.last_reviewed_at IS NOT NULL
+            ) s
+            WHERE s.z - floor(s.z) < %(fraction)s
+              AND NOT EXISTS (
+                  SELECT 1 FROM {log} l
+                  WHERE l.learner_id = s.learner_id AND l.card_id = s.card_id
+              )
+        """
+        params = {
+            "steps": list(steps),
+            "seed": seed,
+            "fraction": fraction,
+            "c_l": _C_LEARNER,
+            "c_c": _C_CARD,
+            "c_s": _C_SEED,
+            "user_like": USER_PREFIX + "%",
+            "email_like": "%" + EMAIL_DOMAIN,
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(_typed(sql), params)
+            self.stdout.write(f"  inserted {cursor.rowcount} review logs")
+
+
+_SQL_TYPES = {
+    "double precision": ("due", "fraction", "a_l", "a_c", "a_s", "b_l", "b_c", "b_s")
+    + ("c_l", "c_c", "c_s"),
+    "integer": ("seed", "spread", "nsteps"),
+    "integer[]": ("steps",),
+    "date": ("today",),
+}
+
+
+def _typed(sql: str) -> str:
+    """Cast each named parameter, so arithmetic runs in float8 like Python's (not numeric)."""
+    for sql_type, names in _SQL_TYPES.items():
+        for name in names:
+            sql = sql.replace(f"%({name})s", f"CAST(%({name})s AS {sql_type})")
+    return sql
+
+
+def _reviewed_at(due_on: dt.date, interval: int) -> dt.datetime:
+    """Noon UTC on the day the state was last scheduled, ``interval`` days before ``due_on``."""
+    day = due_on - dt.timedelta(days=interval)
+    return dt.datetime.combine(day, dt.time(12), tzinfo=dt.UTC)
+
+
+def _table(model_name: str) -> str:
+    from django.apps import apps
+
+    return apps.get_model("cards", model_name)._meta.db_table
