@@ -12,6 +12,7 @@ class Exercise(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="exercises"
     )
     kind = models.CharField(max_length=40)
+    prompt = models.TextField(blank=True, default="", help_text="Markdown with $...$ math.")
     params = models.JSONField(help_text="Normalised parameters, including the seed.")
     seed = models.BigIntegerField()
     inputs = models.JSONField()
@@ -55,3 +56,6 @@ class Attempt(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["exercise", "number"], name="attempt_number_unique"),
         ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of exercise #{self.exercise_id}"

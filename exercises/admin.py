@@ -1,0 +1,59 @@
+"""Read-only screens: exercises and attempts are the learners' records, not staff content."""
+
+from django.contrib import admin
+
+from exercises.models import Attempt, Exercise
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class AttemptInline(admin.TabularInline):
+    model = Attempt
+    extra = 0
+    fields = ("number", "correct", "score", "created_at")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Exercise)
+class ExerciseAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "owner",
+        "kind",
+        "seed",
+        "attempts_used",
+        "max_attempts",
+        "solved",
+        "created_at",
+    )
+    list_filter = ("kind", "solved", "created_at")
+    search_fields = ("owner__username",)
+    list_select_related = ("owner",)
+    date_hierarchy = "created_at"
+    readonly_fields = [f.name for f in Exercise._meta.fields]
+    inlines = [AttemptInline]
+
+
+@admin.register(Attempt)
+class AttemptAdmin(ReadOnlyAdmin):
+    list_display = ("id", "exercise", "number", "correct", "score", "created_at")
+    list_filter = ("correct", "exercise__kind", "created_at")
+    search_fields = ("exercise__owner__username",)
+    list_select_related = ("exercise",)
+    readonly_fields = [f.name for f in Attempt._meta.fields]

@@ -1,0 +1,221 @@
+"""The exercise API and the attention playground: parse, call one service or selector, serialize."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.generics import GenericAPIView
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from exercises import selectors, services
+from exercises.checking import AnswerError
+from exercises.kinds import ParamError, UnknownKindError
+from exercises.models import Exercise
+from exercises.serializers import (
+    VALIDATION_ERROR_SCHEMA,
+    AttemptsExhaustedErrorSerializer,
+    DetailErrorSerializer,
+    ExerciseCreateSerializer,
+    ExerciseKindSerializer,
+    ExerciseSerializer,
+    PlaygroundRequestSerializer,
+    PlaygroundResponseSerializer,
+    SubmitResultSerializer,
+    SubmitSerializer,
+)
+
+E400 = OpenApiResponse(
+    VALIDATION_ERROR_SCHEMA, description="Malformed or invalid body; nothing changed."
+)
+E401 = OpenApiResponse(DetailErrorSerializer, description="No credentials.")
+E403 = OpenApiResponse(
+    DetailErrorSerializer, description="Refused (e.g. a session without CSRF token)."
+)
+E404 = OpenApiResponse(DetailErrorSerializer, description="Not found, or not yours.")
+E415 = OpenApiResponse(DetailErrorSerializer, description="The body must be JSON.")
+PAGE_404 = OpenApiResponse(DetailErrorSerializer, description="No such page.")
+PAGE_400 = OpenApiResponse(VALIDATION_ERROR_SCHEMA, description="Bad page size.")
+
+
+class ExerciseKindListView(GenericAPIView):
+    """The exercise kinds and their parameters, paginated like every list."""
+
+    serializer_class = ExerciseKindSerializer
+
+    @extend_schema(
+        operation_id="exercises_kinds_list",
+        summary="Exercise kinds",
+        description=(
+            "Every kind with its parameters: each maps to {type, default, help} plus min, max "
+            "or choices where they apply. Paginated like every list (all kinds fit one page)."
+        ),
+        responses={
+            200: ExerciseKindSerializer(many=True),
+            400: PAGE_400,
+            401: E401,
+            403: E403,
+            404: PAGE_404,
+        },
+    )
+    def get(self, request):
+        page = self.paginate_queryset(selectors.exercise_kinds())
+        return self.get_paginated_response(page)
+
+
+class ExerciseListCreateView(GenericAPIView):
+    serializer_class = ExerciseSerializer
+    parser_classes = [JSONParser]
+
+    def get_queryset(self):
+        return selectors.exercises_for_owner(owner=self.request.user)
+
+    @extend_schema(
+        operation_id="exercises_list",
+        summary="My exercises, newest first",
+        responses={
+            200: ExerciseSerializer(many=True),
+            400: PAGE_400,
+            401: E401,
+            403: E403,
+            404: PAGE_404,
+        },
+    )
+    def get(self, request):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(ExerciseSerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="exercises_create",
+        summary="Generate an exercise",
+        description=(
+            "Generates a fresh variant of `kind`. Same kind, params and params.seed give the "
+            "same inputs; without a seed the server picks one (stored in params.seed)."
+        ),
+        request=ExerciseCreateSerializer,
+        responses={201: ExerciseSerializer, 400: E400, 401: E401, 403: E403, 415: E415},
+    )
+    def post(self, request):
+        body = ExerciseCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            exercise = services.exercise_create(
+                owner=request.user,
+                kind=body.validated_data["kind"],
+                params=body.validated_data["params"],
+            )
+        except UnknownKindError as exc:
+            raise ValidationError({"kind": [exc.message]}) from None
+        except ParamError as exc:
+            raise ValidationError({"params": {exc.field: [exc.message]}}) from None
+        return Response(ExerciseSerializer(exercise).data, status=status.HTTP_201_CREATED)
+
+
+class ExerciseDetailView(APIView):
+    @extend_schema(
+        operation_id="exercises_retrieve",
+        summary="One of my exercises",
+        responses={200: ExerciseSerializer, 401: E401, 403: E403, 404: E404},
+    )
+    def get(self, request, exercise_id: int):
+        try:
+            exercise = selectors.exercise_for_owner(owner=request.user, exercise_id=exercise_id)
+        except Exercise.DoesNotExist:
+            raise NotFound() from None
+        return Response(ExerciseSerializer(exercise).data)
+
+
+class ExerciseSubmitView(APIView):
+    """Submit answers. Subclasses may override ``submit`` to add to what a submission does."""
+
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        operation_id="exercises_submit",
+        summary="Submit answers",
+        description=(
+            "Checks every part; a cell is right when |given - expected| <= atol + rtol |expected|. "
+            "Each well-formed submission uses one attempt, also after the exercise is solved "
+            "(practice). Malformed answers (NaN, infinity, strings, booleans, a wrong shape, "
+            "an unknown or missing part) are 400 and use no attempt. With every attempt used, "
+            "409. The solution is null until the exercise is solved or out of attempts."
+        ),
+        request=SubmitSerializer,
+        responses={
+            200: SubmitResultSerializer,
+            400: E400,
+            401: E401,
+            403: E403,
+            404: E404,
+            409: OpenApiResponse(
+                AttemptsExhaustedErrorSerializer, description="Every attempt is used."
+            ),
+            415: E415,
+        },
+    )
+    def post(self, request, exercise_id: int):
+        body = SubmitSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return Response(self.submit(request, exercise_id, body.validated_data["answers"]))
+
+    def submit(self, request, exercise_id: int, answers: dict) -> dict[str, Any]:
+        """Record one attempt and return the result; errors become 400, 404 or 409."""
+        try:
+            outcome = services.attempt_submit(
+                owner=request.user, exercise_id=exercise_id, answers=answers, at=timezone.now()
+            )
+        except Exercise.DoesNotExist:
+            raise NotFound() from None
+        except AnswerError as exc:
+            raise ValidationError(
+                {"answers": {part: [msg] for part, msg in exc.errors.items()}}
+            ) from None
+        except services.AttemptsExhausted as exc:
+            raise AttemptsExhaustedConflict(exc.exercise) from None
+        return outcome.result
+
+
+class AttemptsExhaustedConflict(ValidationError):
+    status_code = status.HTTP_409_CONFLICT
+
+    def __init__(self, exercise: Exercise):
+        super().__init__()
+        self.detail = {
+            "detail": (
+                f"All {exercise.max_attempts} attempts of this exercise are used; generate a new "
+                "exercise to keep practising."
+            ),
+            "attempts": services.attempts_summary(exercise),
+            "solution": services.solution_if_revealed(exercise),
+        }
+
+
+class AttentionPlaygroundView(APIView):
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        operation_id="attention_playground",
+        summary="Every intermediate of one attention head",
+        description=(
+            'Give either {Q, K, V} or {X, W_Q, W_K, W_V}, optionally `mask` ("none", '
+            '"causal" or a boolean matrix, true = blocked) and `scale` (default true). '
+            "`scores` are before masking; `weights` after. At most 256 rows and 256 columns "
+            "per matrix, entries from -1e6 to 1e6. Inconsistent shapes, a row with every key "
+            "blocked, a non-number, or an empty or ragged matrix are 400."
+        ),
+        request=PlaygroundRequestSerializer,
+        responses={200: PlaygroundResponseSerializer, 400: E400, 401: E401, 403: E403, 415: E415},
+    )
+    def post(self, request):
+        body = PlaygroundRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            result = services.attention_playground(**body.validated_data)
+        except services.PlaygroundError as exc:
+            raise ValidationError(exc.errors) from None
+        return Response(result)

@@ -1,0 +1,30 @@
+"""Exercise kinds: a registry of generators of numeric attention exercises.
+
+``KINDS`` maps a name to its kind; ``get_kind(name)`` raises ``UnknownKindError``
+(a ``KeyError``) for an unknown name. Importing this package registers every kind.
+"""
+
+from exercises.kinds import attention, theory  # noqa: F401  (registers the kinds)
+from exercises.kinds.base import (
+    KINDS,
+    SEED_MAX,
+    ExerciseKind,
+    Generated,
+    ParamError,
+    ParamSpec,
+    UnknownKindError,
+    get_kind,
+)
+from exercises.kinds.theory import quadratic_share
+
+__all__ = [
+    "KINDS",
+    "SEED_MAX",
+    "ExerciseKind",
+    "Generated",
+    "ParamError",
+    "ParamSpec",
+    "UnknownKindError",
+    "get_kind",
+    "quadratic_share",
+]

@@ -1,0 +1,555 @@
+"""Kinds computed through one or several attention heads.
+
+Mask convention (the seeds' ``np.triu(..., k=1)``): ``mask[i, j]`` True means query i
+may not read key j; that score becomes minus infinity before the softmax.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from exercises import engine
+from exercises.kinds.base import (
+    ExerciseKind,
+    Generated,
+    ParamSpec,
+    as_json,
+    register,
+    tex_matrix,
+)
+
+SIZE_HELP = "Number of tokens (rows of Q, K and V)."
+MAX_TOKENS = 8
+MAX_WIDTH = 8
+
+# The lesson's application: "bag delayed refund" as one-hot rows, hand-set projections.
+LESSON_X = np.eye(3)
+LESSON_W_Q = np.array([[1, 0], [0, 1], [1, 1]])
+LESSON_W_K = np.array([[1, 0], [1, 1], [0, 1]])
+LESSON_W_V = np.array([[2, 0], [0, 2], [1, 1]])
+LESSON_TOKENS = ("bag", "delayed", "refund")
+
+ATTENTION_MISTAKES = (
+    "no_scale",
+    "no_mask",
+    "mask_after_softmax",
+    "mask_as_zero_score",
+    "softmax_over_queries",
+    "scores_transposed",
+    "k_not_transposed",
+    "weights_transposed_in_output",
+)
+
+
+def causal(n: int) -> np.ndarray:
+    return np.triu(np.ones((n, n), dtype=bool), k=1)
+
+
+def trailing_padding(n_q: int, n_k: int, n_pad: int) -> np.ndarray:
+    mask = np.zeros((n_q, n_k), dtype=bool)
+    if n_pad:
+        mask[:, n_k - n_pad :] = True
+    return mask
+
+
+def attention_by_recipe(
+    Q: np.ndarray,
+    K: np.ndarray,
+    V: np.ndarray,
+    mask: np.ndarray,
+    scale: bool,
+    recipe: Mapping[str, Any],
+    d_model: int | None = None,
+) -> dict[str, np.ndarray] | None:
+    """One head computed the way ``recipe`` says; the empty recipe is the right way.
+
+    # (n, d_k), (n, d_k), (n, d_v), (n, n) bool -> scores (n, n), weights (n, n), output (n, d_v)
+    Recipe keys: ``scores`` ("k_q": K Q^T, "q_k": Q K without transpose), ``scale``
+    ("none", "sqrt_d_model"), ``mask`` ("ignored", "zero_after", "zero_score"),
+    ``softmax_axis`` (0 = over queries), ``mix`` ("a_t_v": A^T V). Returns None when
+    the mistake cannot be made with these shapes.
+    """
+    order = recipe.get("scores")
+    if order == "k_q":
+        raw = K @ Q.T
+    elif order == "q_k":
+        if K.shape[0] != Q.shape[1] or K.shape[1] != K.shape[0]:
+            return None
+        raw = Q @ K
+    else:
+        raw = Q @ K.T
+    how = recipe.get("scale", "sqrt_dk" if scale else "none")
+    if how == "sqrt_dk":
+        scores = raw / np.sqrt(Q.shape[1])
+    elif how == "sqrt_d_model":
+        if not d_model:
+            return None
+        scores = raw / np.sqrt(d_model)
+    else:
+        scores = raw
+    mask_mode = recipe.get("mask", "before")
+    if mask_mode == "before":
+        z = np.where(mask, -np.inf, scores)
+    elif mask_mode == "zero_score":
+        z = np.where(mask, 0.0, scores)
+    else:
+        z = scores
+    try:
+        weights = engine.softmax(z, axis=recipe.get("softmax_axis", -1))
+    except ValueError:
+        # e.g. a softmax over queries meets a key column that every query blocks.
+        return None
+    if mask_mode == "zero_after":
+        weights = np.where(mask, 0.0, weights)
+    output = weights.T @ V if recipe.get("mix") == "a_t_v" else weights @ V
+    return {"scores": scores, "weights": weights, "output": output}
+
+
+def _arrays(inputs: Mapping[str, Any], *names: str) -> list[np.ndarray]:
+    return [np.asarray(inputs[name], dtype=float) for name in names]
+
+
+def _mask_words(mask_kind: str) -> str:
+    if mask_kind == "causal":
+        return " A causal mask blocks every key after the query's own position."
+    if mask_kind == "padding":
+        return " A padding mask blocks the padded keys for every query."
+    return ""
+
+
+SCALE_SPEC = ParamSpec("bool", True, "Divide the scores by sqrt(d_k).")
+STEPS_SCALED = r"the scores $S = QK^\top/\sqrt{d_k}$"
+STEPS_UNSCALED = r"the scores $S = QK^\top$ (no scaling in this exercise)"
+
+
+def _attention_prompt(lead: str, Q, K, V, mask, scale: bool, asks: str) -> str:
+    d_k = Q.shape[1]
+    blocked = bool(mask.any())
+    parts = [
+        lead,
+        rf"$Q = {tex_matrix(Q)}$, $K = {tex_matrix(K)}$, $V = {tex_matrix(V)}$, with $d_k = {d_k}$.",
+    ]
+    if blocked:
+        parts.append(
+            rf"The mask (T = blocked, the score becomes $-\infty$ before the softmax) is "
+            rf"${tex_matrix(mask)}$."
+        )
+    parts.append(asks)
+    parts.append("Round to three decimals or better.")
+    return "\n\n".join(parts)
+
+
+class _AttentionFamily(ExerciseKind):
+    mistakes = ATTENTION_MISTAKES
+
+    def answers_under(self, inputs, recipe):
+        Q, K, V = _arrays(inputs, "Q", "K", "V")
+        mask = np.asarray(inputs["mask"], dtype=bool)
+        return attention_by_recipe(Q, K, V, mask, bool(inputs.get("scale", True)), recipe)
+
+
+@register
+class AttentionKind(_AttentionFamily):
+    name = "attention"
+    title = "Scaled dot-product attention by hand"
+    description = (
+        "Given Q, K and V for a few tokens, compute the scores, the row-wise softmax "
+        "weights and the output of one attention head."
+    )
+    params = {
+        "n": ParamSpec("int", 3, SIZE_HELP, 2, MAX_TOKENS),
+        "d_k": ParamSpec("int", 2, "Width of queries and keys.", 1, MAX_WIDTH),
+        "d_v": ParamSpec("int", 2, "Width of the values.", 1, MAX_WIDTH),
+        "mask": ParamSpec(
+            "choice", "none", "Which keys are blocked.", choices=("none", "causal", "padding")
+        ),
+        "scale": SCALE_SPEC,
+        "max_abs": ParamSpec("int", 2, "Entries are integers from -max_abs to max_abs.", 1, 5),
+    }
+
+    def generate(self, params, rng):
+        n, d_k, d_v, hi = params["n"], params["d_k"], params["d_v"], params["max_abs"]
+        ints = rng.integers(-hi, hi + 1, size=n * (2 * d_k + d_v))
+        Qi = ints[: n * d_k].reshape(n, d_k)
+        Ki = ints[n * d_k : 2 * n * d_k].reshape(n, d_k)
+        Vi = ints[2 * n * d_k :].reshape(n, d_v)
+        if params["mask"] == "causal":
+            mask = causal(n)
+        elif params["mask"] == "padding":
+            mask = trailing_padding(n, n, int(rng.integers(1, n)))
+        else:
+            mask = np.zeros((n, n), dtype=bool)
+        scale = params["scale"]
+        trace = engine.scaled_dot_product_attention(
+            Qi.astype(float),
+            Ki.astype(float),
+            Vi.astype(float),
+            mask=mask if mask.any() else None,
+            scale=scale,
+            return_intermediates=True,
+        )
+        asks = (
+            f"Compute (1) {STEPS_SCALED if scale else STEPS_UNSCALED} before masking, "
+            r"(2) the weights $A$: the softmax of each row of $S$ after masking, and "
+            r"(3) the output $AV$."
+        )
+        prompt = _attention_prompt(
+            f"{n} tokens have queries $Q$, keys $K$ and values $V$, one row per token."
+            + _mask_words(params["mask"]),
+            Qi,
+            Ki,
+            Vi,
+            mask,
+            scale,
+            asks,
+        )
+        return Generated(
+            prompt=prompt,
+            inputs={
+                "Q": Qi.tolist(),
+                "K": Ki.tolist(),
+                "V": Vi.tolist(),
+                "mask": mask.tolist(),
+                "scale": scale,
+            },
+            asks=[
+                {"name": "scores", "shape": [n, n]},
+                {"name": "weights", "shape": [n, n]},
+                {"name": "output", "shape": [n, d_v]},
+            ],
+            solution={
+                "scores": as_json(trace.scores),
+                "weights": as_json(trace.weights),
+                "output": as_json(trace.output),
+            },
+            rtol=self.rtol,
+            atol=self.atol,
+            max_attempts=self.max_attempts,
+        )
+
+
+@register
+class ProjectionKind(ExerciseKind):
+    name = "projection"
+    title = "From tokens to queries, keys and values"
+    description = (
+        "Project the token matrix X with W_Q, W_K and W_V, then compute the weights and "
+        "output of the head. The default is the lesson's 'bag delayed refund' example."
+    )
+    params = {
+        "preset": ParamSpec(
+            "choice",
+            "lesson",
+            "'lesson' uses the lesson's one-hot tokens and hand-set projections (sizes 3, 3, 2); "
+            "'random' draws X and the projections.",
+            choices=("lesson", "random"),
+        ),
+        "n": ParamSpec("int", 3, SIZE_HELP + " Only with preset 'random'.", 2, MAX_TOKENS),
+        "d_model": ParamSpec(
+            "int", 3, "Width of the token vectors. Only with preset 'random'.", 1, MAX_WIDTH
+        ),
+        "d_k": ParamSpec(
+            "int", 2, "Width of queries, keys and values. Only with preset 'random'.", 1, MAX_WIDTH
+        ),
+        "x": ParamSpec(
+            "choice",
+            "one_hot",
+            "Token rows: one-hot vectors or small integers. Only with preset 'random'.",
+            choices=("one_hot", "integers"),
+        ),
+        "mask": ParamSpec("choice", "none", "Which keys are blocked.", choices=("none", "causal")),
+        "scale": SCALE_SPEC,
+    }
+    mistakes = ATTENTION_MISTAKES
+
+    def finish_params(self, params):
+        if params["preset"] == "lesson":
+            # The lesson's sizes are fixed; store them so the saved parameters tell the truth.
+            params.update(n=3, d_model=3, d_k=2, x="one_hot")
+        return params
+
+    def generate(self, params, rng):
+        n, d_model, d_k = params["n"], params["d_model"], params["d_k"]
+        if params["preset"] == "lesson":
+            Xi, Wq, Wk, Wv = LESSON_X.astype(int), LESSON_W_Q, LESSON_W_K, LESSON_W_V
+            lead = (
+                "Three tokens *bag*, *delayed*, *refund* are the one-hot rows of $X$, so each "
+                "token's query is the matching row of $W_Q$ (hand-set, not learned)."
+            )
+        else:
+            if params["x"] == "one_hot":
+                Xi = np.eye(d_model, dtype=int)[rng.integers(0, d_model, size=n)]
+            else:
+                Xi = rng.integers(0, 3, size=(n, d_model))
+            W = rng.integers(-1, 3, size=(3, d_model, d_k))
+            Wq, Wk, Wv = W[0], W[1], W[2]
+            lead = f"{n} tokens are the rows of $X$ ($d_{{model}} = {d_model}$)."
+        mask = causal(n) if params["mask"] == "causal" else np.zeros((n, n), dtype=bool)
+        Q, K, V = engine.project(
+            Xi.astype(float), Wq.astype(float), Wk.astype(float), Wv.astype(float)
+        )
+        trace = engine.scaled_dot_product_attention(
+            Q,
+            K,
+            V,
+            mask=mask if mask.any() else None,
+            scale=params["scale"],
+            return_intermediates=True,
+        )
+        scale_words = (
+            r"$\operatorname{softmax}(QK^\top/\sqrt{d_k})$"
+            if params["scale"]
+            else (r"$\operatorname{softmax}(QK^\top)$ (no scaling in this exercise)")
+        )
+        prompt = "\n\n".join(
+            [
+                lead + _mask_words(params["mask"]),
+                rf"$X = {tex_matrix(Xi)}$, $W_Q = {tex_matrix(Wq)}$, $W_K = {tex_matrix(Wk)}$, "
+                rf"$W_V = {tex_matrix(Wv)}$.",
+                rf"Compute $Q = XW_Q$, $K = XW_K$, $V = XW_V$, the weights $A$ = {scale_words} "
+                r"row by row (masked keys get $-\infty$ first) and the output $AV$.",
+                "Round to three decimals or better.",
+            ]
+        )
+        return Generated(
+            prompt=prompt,
+            inputs={
+                "X": Xi.tolist(),
+                "W_Q": Wq.tolist(),
+                "W_K": Wk.tolist(),
+                "W_V": Wv.tolist(),
+                "mask": mask.tolist(),
+                "scale": params["scale"],
+            },
+            asks=[
+                {"name": "Q", "shape": [n, d_k]},
+                {"name": "K", "shape": [n, d_k]},
+                {"name": "V", "shape": [n, d_k]},
+                {"name": "weights", "shape": [n, n]},
+                {"name": "output", "shape": [n, d_k]},
+            ],
+            solution={
+                "Q": as_json(Q),
+                "K": as_json(K),
+                "V": as_json(V),
+                "weights": as_json(trace.weights),
+                "output": as_json(trace.output),
+            },
+            rtol=self.rtol,
+            atol=self.atol,
+            max_attempts=self.max_attempts,
+        )
+
+    def answers_under(self, inputs, recipe):
+        X, Wq, Wk, Wv = _arrays(inputs, "X", "W_Q", "W_K", "W_V")
+        mask = np.asarray(inputs["mask"], dtype=bool)
+        return attention_by_recipe(X @ Wq, X @ Wk, X @ Wv, mask, bool(inputs["scale"]), recipe)
+
+
+class _MaskedWeightsKind(_AttentionFamily):
+    mistakes = (
+        "no_mask",
+        "mask_after_softmax",
+        "mask_as_zero_score",
+        "no_scale",
+        "softmax_over_queries",
+        "scores_transposed",
+        "k_not_transposed",
+    )
+
+    def _generated(self, params, rng, n: int, mask: np.ndarray, lead: str) -> Generated:
+        d_k, scale = params["d_k"], params["scale"]
+        ints = rng.integers(-2, 3, size=n * 3 * d_k)
+        Qi = ints[: n * d_k].reshape(n, d_k)
+        Ki = ints[n * d_k : 2 * n * d_k].reshape(n, d_k)
+        Vi = ints[2 * n * d_k :].reshape(n, d_k)
+        trace = engine.scaled_dot_product_attention(
+            Qi.astype(float),
+            Ki.astype(float),
+            Vi.astype(float),
+            mask=mask,
+            scale=scale,
+            return_intermediates=True,
+        )
+        asks = (
+            f"Compute the weights $A$: {STEPS_SCALED if scale else STEPS_UNSCALED}, "
+            r"blocked entries set to $-\infty$, then the softmax of each row."
+        )
+        prompt = _attention_prompt(lead, Qi, Ki, Vi, mask, scale, asks)
+        return Generated(
+            prompt=prompt,
+            inputs={
+                "Q": Qi.tolist(),
+                "K": Ki.tolist(),
+                "V": Vi.tolist(),
+                "mask": mask.tolist(),
+                "scale": scale,
+            },
+            asks=[{"name": "weights", "shape": [n, n]}],
+            solution={"weights": as_json(trace.weights)},
+            rtol=self.rtol,
+            atol=self.atol,
+            max_attempts=self.max_attempts,
+        )
+
+
+@register
+class CausalKind(_MaskedWeightsKind):
+    name = "causal"
+    title = "Causal mask"
+    description = (
+        "A decoder may not read future tokens: compute the attention weights with the "
+        "causal mask applied before the softmax."
+    )
+    params = {
+        "n": ParamSpec("int", 3, SIZE_HELP, 2, MAX_TOKENS),
+        "d_k": ParamSpec("int", 2, "Width of queries, keys and values.", 1, MAX_WIDTH),
+        "scale": SCALE_SPEC,
+    }
+
+    def generate(self, params, rng):
+        n = params["n"]
+        lead = (
+            f"{n} tokens of a decoder have queries $Q$, keys $K$ and values $V$, one row per "
+            "token." + _mask_words("causal")
+        )
+        return self._generated(params, rng, n, causal(n), lead)
+
+
+@register
+class PaddingKind(_MaskedWeightsKind):
+    name = "padding"
+    title = "Padding mask"
+    description = (
+        "A short sentence padded to the batch length: compute the attention weights with "
+        "the padded keys blocked before the softmax."
+    )
+    params = {
+        "n_real": ParamSpec("int", 2, "Real tokens.", 1, 6),
+        "n_pad": ParamSpec("int", 1, "Padding tokens after them.", 1, 2),
+        "d_k": ParamSpec("int", 2, "Width of queries, keys and values.", 1, MAX_WIDTH),
+        "scale": SCALE_SPEC,
+    }
+
+    def generate(self, params, rng):
+        n_real, n_pad = params["n_real"], params["n_pad"]
+        n = n_real + n_pad
+        lead = (
+            f"A sentence of {n_real} real tokens is padded with {n_pad} padding token(s) to "
+            f"length {n}; `inputs.padded` marks the padded positions." + _mask_words("padding")
+        )
+        g = self._generated(params, rng, n, trailing_padding(n, n, n_pad), lead)
+        g.inputs["padded"] = [i >= n_real for i in range(n)]
+        return g
+
+
+@register
+class MultiHeadKind(ExerciseKind):
+    name = "multi_head"
+    title = "Multi-head attention"
+    description = (
+        "Split the projections into heads, compute each head's weights, concatenate the "
+        "head outputs and mix them with W_O."
+    )
+    params = {
+        "n": ParamSpec("int", 3, SIZE_HELP, 2, MAX_TOKENS),
+        "heads": ParamSpec("int", 2, "Number of heads h.", 1, 4),
+        "d_head": ParamSpec("int", 1, "Width of each head, d_k = d_model / h.", 1, 4),
+        "mask": ParamSpec("choice", "none", "Which keys are blocked.", choices=("none", "causal")),
+        "scale": SCALE_SPEC,
+    }
+    mistakes = (
+        "no_scale",
+        "scale_by_d_model",
+        "no_mask",
+        "mask_after_softmax",
+        "softmax_over_queries",
+        "scores_transposed",
+    )
+    max_attempts = 4
+
+    def generate(self, params, rng):
+        n, h, d_head = params["n"], params["heads"], params["d_head"]
+        d_model = h * d_head
+        Xi = rng.integers(-1, 2, size=(n, d_model))
+        W = rng.integers(-1, 2, size=(4, d_model, d_model))
+        mask = causal(n) if params["mask"] == "causal" else np.zeros((n, n), dtype=bool)
+        trace = engine.multi_head_attention(
+            Xi.astype(float),
+            *(w.astype(float) for w in W),
+            n_heads=h,
+            mask=mask if mask.any() else None,
+            scale=params["scale"],
+            return_intermediates=True,
+        )
+        scale_words = (
+            r"$\sqrt{d_k}$" if params["scale"] else "nothing (no scaling in this exercise)"
+        )
+        prompt = "\n\n".join(
+            [
+                rf"{n} tokens are the rows of $X$ ($d_{{model}} = {d_model}$) and there are "
+                rf"$h = {h}$ heads of width $d_k = {d_head}$: head $i$ uses columns "
+                rf"${i_range(d_head)}$ of $W_Q$, $W_K$ and $W_V$." + _mask_words(params["mask"]),
+                rf"$X = {tex_matrix(Xi)}$, $W_Q = {tex_matrix(W[0])}$, $W_K = {tex_matrix(W[1])}$, "
+                rf"$W_V = {tex_matrix(W[2])}$, $W_O = {tex_matrix(W[3])}$.",
+                f"Compute each head's weights (scores divided by {scale_words}, masked keys set "
+                r"to $-\infty$, softmax per row) and the block's output: the heads' outputs "
+                r"concatenated in order, times $W_O$.",
+                "Round to three decimals or better.",
+            ]
+        )
+        weights = np.asarray(trace.weights)
+        solution = {f"weights_head_{i}": as_json(weights[i]) for i in range(h)}
+        solution["output"] = as_json(trace.output)
+        asks = [{"name": f"weights_head_{i}", "shape": [n, n]} for i in range(h)]
+        asks.append({"name": "output", "shape": [n, d_model]})
+        return Generated(
+            prompt=prompt,
+            inputs={
+                "X": Xi.tolist(),
+                "W_Q": W[0].tolist(),
+                "W_K": W[1].tolist(),
+                "W_V": W[2].tolist(),
+                "W_O": W[3].tolist(),
+                "heads": h,
+                "mask": mask.tolist(),
+                "scale": params["scale"],
+            },
+            asks=asks,
+            solution=solution,
+            rtol=self.rtol,
+            atol=self.atol,
+            max_attempts=self.max_attempts,
+        )
+
+    def answers_under(self, inputs, recipe):
+        X, Wq, Wk, Wv, Wo = _arrays(inputs, "X", "W_Q", "W_K", "W_V", "W_O")
+        h = int(inputs["heads"])
+        mask = np.asarray(inputs["mask"], dtype=bool)
+        d_model = X.shape[1]
+        d_head = d_model // h
+        if recipe.get("scale") == "sqrt_d_model" and h == 1:
+            return None
+        Q, K, V = X @ Wq, X @ Wk, X @ Wv
+        out: dict[str, np.ndarray] = {}
+        heads = []
+        for i in range(h):
+            cols = slice(i * d_head, (i + 1) * d_head)
+            one = attention_by_recipe(
+                Q[:, cols], K[:, cols], V[:, cols], mask, bool(inputs["scale"]), recipe, d_model
+            )
+            if one is None:
+                return None
+            out[f"weights_head_{i}"] = one["weights"]
+            heads.append(one["output"])
+        out["output"] = np.concatenate(heads, axis=1) @ Wo
+        return out
+
+
+def i_range(d_head: int) -> str:
+    if d_head == 1:
+        return "i"
+    return r"i\,d_k \ldots (i+1)\,d_k - 1"

@@ -1,0 +1,275 @@
+"""What every exercise kind shares: parameter specs, validation and the generated variant.
+
+A kind is pure: it takes normalised parameters and a ``np.random.Generator`` and
+returns plain JSON (``Generated``). Expected answers come from ``exercises.engine``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+SEED_MAX = 2**63 - 1
+DEFAULT_RTOL = 0.01
+DEFAULT_ATOL = 0.005
+DEFAULT_MAX_ATTEMPTS = 3
+
+
+class ParamError(ValueError):
+    """A parameter failed validation; ``field`` names it (``params.<name>`` in the API)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class UnknownKindError(KeyError):
+    def __init__(self, name: object):
+        super().__init__(name)
+        self.name = name
+        self.message = (
+            f"Unknown exercise kind {name!r}; expected one of: {', '.join(sorted(KINDS))}."
+        )
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: ``type`` is int, float, bool or choice."""
+
+    type: str
+    default: Any
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[Any, ...] | None = None
+    multiple_of: int | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """The public description of ``GET exercises/kinds/``."""
+        out: dict[str, Any] = {"type": self.type, "default": self.default, "help": self.help}
+        if self.min is not None:
+            out["min"] = self.min
+        if self.max is not None:
+            out["max"] = self.max
+        if self.choices is not None:
+            out["choices"] = list(self.choices)
+        if self.multiple_of is not None:
+            out["multiple_of"] = self.multiple_of
+        return out
+
+    def json_schema(self) -> dict[str, Any]:
+        """The same constraints as JSON Schema, so the OpenAPI document is exact."""
+        if self.type == "bool":
+            schema: dict[str, Any] = {"type": "boolean"}
+        elif self.type == "choice":
+            schema = {"enum": list(self.choices or ())}
+        else:
+            schema = {"type": "integer" if self.type == "int" else "number"}
+            if self.min is not None:
+                schema["minimum"] = self.min
+            if self.max is not None:
+                schema["maximum"] = self.max
+            if self.multiple_of is not None:
+                schema["multipleOf"] = self.multiple_of
+        schema["default"] = self.default
+        if self.help:
+            schema["description"] = self.help
+        return schema
+
+    def clean(self, name: str, value: Any) -> Any:
+        if self.type == "bool":
+            if type(value) is not bool:
+                raise ParamError(name, f"Expected true or false, got {value!r}.")
+            return value
+        if self.type == "choice":
+            # ``True == 1`` in Python: compare types too so a boolean never picks an integer choice.
+            for choice in self.choices or ():
+                if type(choice) is type(value) and choice == value:
+                    return value
+            options = ", ".join(repr(c) for c in self.choices or ())
+            raise ParamError(name, f"Expected one of {options}, got {value!r}.")
+        if self.type == "int":
+            if type(value) is float and value.is_integer():
+                value = int(value)
+            if type(value) is not int:
+                raise ParamError(name, f"Expected an integer, got {value!r}.")
+        else:
+            if type(value) not in (int, float) or not math.isfinite(value):
+                raise ParamError(name, f"Expected a finite number, got {value!r}.")
+            value = float(value)
+        if (self.min is not None and value < self.min) or (
+            self.max is not None and value > self.max
+        ):
+            raise ParamError(
+                name, f"Expected a value from {self.min} to {self.max}, got {value!r}."
+            )
+        if self.multiple_of and value % self.multiple_of:
+            raise ParamError(name, f"Expected a multiple of {self.multiple_of}, got {value!r}.")
+        return value
+
+
+SEED_SPEC = ParamSpec(
+    "int",
+    None,
+    "Random seed; the same kind, parameters and seed give the same inputs.",
+    0,
+    SEED_MAX,
+)
+
+
+@dataclass
+class Generated:
+    """One variant. ``inputs`` and ``solution`` are plain JSON; ``asks`` lists ``{name, shape}``."""
+
+    prompt: str
+    inputs: dict[str, Any]
+    asks: list[dict[str, Any]]
+    solution: dict[str, Any]
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+
+    @property
+    def tolerance(self) -> dict[str, float]:
+        return {"rtol": self.rtol, "atol": self.atol}
+
+
+class ExerciseKind:
+    """Base class. Subclasses set the class attributes and implement ``generate``.
+
+    ``mistakes`` lists the codes of ``exercises.checking.MISTAKES`` that can explain a
+    wrong answer to this kind; ``answers_under(inputs, recipe)`` recomputes the parts the
+    way a learner making that mistake would (None when the mistake cannot apply).
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str]
+    params: ClassVar[dict[str, ParamSpec]]
+    mistakes: ClassVar[tuple[str, ...]] = ()
+    rtol: ClassVar[float] = DEFAULT_RTOL
+    atol: ClassVar[float] = DEFAULT_ATOL
+    max_attempts: ClassVar[int] = DEFAULT_MAX_ATTEMPTS
+
+    def normalize_params(self, raw: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validate ``raw`` and fill defaults; ``seed`` is kept when given."""
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise ParamError(
+                "params", f"Expected an object of parameters, got {type(raw).__name__}."
+            )
+        for name in raw:
+            if name != "seed" and name not in self.params:
+                known = ", ".join([*self.params, "seed"])
+                raise ParamError(
+                    name, f"Unknown parameter for kind {self.name!r}; expected one of: {known}."
+                )
+        out = {
+            name: spec.clean(name, raw[name]) if name in raw else spec.default
+            for name, spec in self.params.items()
+        }
+        if raw.get("seed") is not None:
+            out["seed"] = SEED_SPEC.clean("seed", raw["seed"])
+        return self.finish_params(out)
+
+    def finish_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Hook for parameters that depend on each other."""
+        return params
+
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
+        raise NotImplementedError
+
+    def answers_under(
+        self, inputs: dict[str, Any], recipe: Mapping[str, Any]
+    ) -> dict[str, np.ndarray] | None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.name,
+            "title": self.title,
+            "description": self.description,
+            "params": {name: spec.describe() for name, spec in self.params.items()},
+            "max_attempts": self.max_attempts,
+        }
+
+    def params_json_schema(self) -> dict[str, Any]:
+        props = {name: spec.json_schema() for name, spec in self.params.items()}
+        props["seed"] = {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": SEED_MAX,
+            "description": SEED_SPEC.help + " Omit it and the server picks one.",
+        }
+        return {"type": "object", "properties": props, "additionalProperties": False}
+
+
+KINDS: dict[str, ExerciseKind] = {}
+
+
+def register(cls: type[ExerciseKind]) -> type[ExerciseKind]:
+    KINDS[cls.name] = cls()
+    return cls
+
+
+def get_kind(name: str) -> ExerciseKind:
+    try:
+        return KINDS[name]
+    except (KeyError, TypeError):
+        raise UnknownKindError(name) from None
+
+
+# --- Plain JSON and Markdown helpers ------------------------------------------------
+
+
+def as_json(a: np.ndarray | float) -> Any:
+    """Floats rounded to 12 significant digits: stable JSON without float noise."""
+    arr = np.asarray(a, dtype=float)
+    return np.round(arr, 12).tolist()
+
+
+def shape_words(shape: list[int] | tuple[int, ...]) -> str:
+    if not shape:
+        return "a number"
+    if len(shape) == 1:
+        return f"a vector of {shape[0]}"
+    return f"a {shape[0]}×{shape[1]} matrix"
+
+
+def _num(x: float) -> str:
+    if float(x).is_integer():
+        return str(int(x))
+    return f"{x:.4g}"
+
+
+def tex_matrix(a: Any) -> str:
+    """A matrix (list of rows or array) as ``\\begin{pmatrix}``; booleans as 1/0 would mislead, so T/F."""
+    rows = a.tolist() if isinstance(a, np.ndarray) else a
+    body = r" \\ ".join(
+        " & ".join(("T" if c else "F") if isinstance(c, bool) else _num(c) for c in row)
+        for row in rows
+    )
+    return r"\begin{pmatrix}" + body + r"\end{pmatrix}"
+
+
+def tex_vector(v: Any) -> str:
+    vals = v.tolist() if isinstance(v, np.ndarray) else v
+    return "(" + ", ".join(_num(x) for x in vals) + ")"
+
+
+@dataclass
+class Ask:
+    name: str
+    shape: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": list(self.shape)}

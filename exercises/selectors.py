@@ -1,0 +1,25 @@
+"""Reads of exercises. A learner only ever reaches their own exercises."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from exercises.kinds import KINDS
+from exercises.models import Exercise
+
+
+def exercise_for_owner(*, owner, exercise_id: int) -> Exercise:
+    """The owner's exercise; ``Exercise.DoesNotExist`` for anyone else's (answered as 404)."""
+    return Exercise.objects.get(pk=exercise_id, owner=owner)
+
+
+def exercises_for_owner(*, owner) -> QuerySet[Exercise]:
+    """The owner's exercises, newest first."""
+    return Exercise.objects.filter(owner=owner).order_by("-created_at", "-id")
+
+
+def exercise_kinds() -> list[dict[str, Any]]:
+    """The catalogue of kinds with their parameters, in registration order."""
+    return [kind.describe() for kind in KINDS.values()]

@@ -1,0 +1,371 @@
+"""Request parsing and response shapes of the exercise API and the attention playground.
+
+Numbers are JSON numbers only: a boolean or a numeric string where a number belongs is
+a 400, so what the schema says is exactly what is accepted.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from exercises.kinds import KINDS
+from exercises.services import PLAYGROUND_MAX, attempts_summary, solution_if_revealed
+
+PLAYGROUND_MAX_ABS = 1e6
+
+ANY_JSON: dict[str, Any] = {}
+NUMBER_GRID = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": PLAYGROUND_MAX,
+    "items": {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": PLAYGROUND_MAX,
+        "items": {"type": "number", "minimum": -PLAYGROUND_MAX_ABS, "maximum": PLAYGROUND_MAX_ABS},
+    },
+}
+BOOL_GRID = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": PLAYGROUND_MAX,
+    "items": {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": PLAYGROUND_MAX,
+        "items": {"type": "boolean"},
+    },
+}
+
+
+def _rectangular(value: Any, what: str, cell_ok, cell_words: str) -> list[list[Any]]:
+    if not isinstance(value, list) or not value:
+        raise serializers.ValidationError(f"Expected a non-empty list of rows of {cell_words}.")
+    if len(value) > PLAYGROUND_MAX:
+        raise serializers.ValidationError(
+            f"Expected at most {PLAYGROUND_MAX} rows (tokens), got {len(value)}."
+        )
+    width = None
+    for r, row in enumerate(value):
+        if not isinstance(row, list) or not row:
+            raise serializers.ValidationError(f"Row {r} must be a non-empty list of {cell_words}.")
+        if width is None:
+            width = len(row)
+            if width > PLAYGROUND_MAX:
+                raise serializers.ValidationError(
+                    f"Expected at most {PLAYGROUND_MAX} columns, got {width}."
+                )
+        elif len(row) != width:
+            raise serializers.ValidationError(
+                f"The {what} is ragged: row 0 has {width} entries, row {r} has {len(row)}."
+            )
+        for c, cell in enumerate(row):
+            problem = cell_ok(cell)
+            if problem:
+                raise serializers.ValidationError(f"Entry [{r}, {c}] {problem}.")
+    return value
+
+
+def _finite_number(cell: Any) -> str | None:
+    if type(cell) not in (int, float):
+        kind = "a boolean" if isinstance(cell, bool) else type(cell).__name__
+        return f"is {kind}, not a number"
+    try:
+        ok = math.isfinite(cell) and abs(cell) <= PLAYGROUND_MAX_ABS
+    except OverflowError:
+        ok = False
+    if not ok:
+        return f"must be a finite number from -{PLAYGROUND_MAX_ABS:g} to {PLAYGROUND_MAX_ABS:g}"
+    return None
+
+
+def _boolean(cell: Any) -> str | None:
+    return None if isinstance(cell, bool) else "must be true (blocked) or false"
+
+
+@extend_schema_field(NUMBER_GRID)
+class MatrixField(serializers.Field):
+    """A non-empty rectangular matrix of finite JSON numbers, at most 256×256."""
+
+    def to_internal_value(self, data):
+        return np.array(_rectangular(data, "matrix", _finite_number, "numbers"), dtype=float)
+
+    def to_representation(self, value):
+        return np.asarray(value).tolist()
+
+
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string", "enum": ["none", "causal"]}, BOOL_GRID],
+        "default": "none",
+        "description": (
+            '"none", "causal", or a boolean matrix (queries × keys) in which true means '
+            "blocked: that score becomes minus infinity before the softmax."
+        ),
+    }
+)
+class MaskField(serializers.Field):
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            if data in ("none", "causal"):
+                return data
+            raise serializers.ValidationError(
+                f'Expected "none", "causal" or a boolean matrix, got {data!r}.'
+            )
+        return np.array(_rectangular(data, "mask", _boolean, "booleans"), dtype=bool)
+
+    def to_representation(self, value):
+        return value if isinstance(value, str) else np.asarray(value).tolist()
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false only; DRF's field would also take "yes" or 1."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        raise serializers.ValidationError(f"Expected true or false, got {data!r}.")
+
+
+PROJECTED = ("X", "W_Q", "W_K", "W_V")
+DIRECT = ("Q", "K", "V")
+
+
+class PlaygroundRequestSerializer(serializers.Serializer):
+    Q = MatrixField(required=False, help_text="Queries (n_q, d_k).")
+    K = MatrixField(required=False, help_text="Keys (n_k, d_k).")
+    V = MatrixField(required=False, help_text="Values (n_k, d_v).")
+    X = MatrixField(required=False, help_text="Token vectors (n, d_model), instead of Q, K, V.")
+    W_Q = MatrixField(required=False, help_text="(d_model, d_k)")
+    W_K = MatrixField(required=False, help_text="(d_model, d_k)")
+    W_V = MatrixField(required=False, help_text="(d_model, d_v)")
+    mask = MaskField(required=False, default="none")
+    scale = StrictBooleanField(required=False, default=True, help_text="Divide by sqrt(d_k).")
+
+    def validate(self, attrs):
+        direct = [name for name in DIRECT if name in attrs]
+        projected = [name for name in PROJECTED if name in attrs]
+        if direct and projected:
+            raise serializers.ValidationError(
+                {
+                    name: ["Give either Q, K, V or X, W_Q, W_K, W_V, not both."]
+                    for name in direct + projected
+                }
+            )
+        if not direct and not projected:
+            raise serializers.ValidationError(
+                {"non_field_errors": ["Give either Q, K and V, or X, W_Q, W_K and W_V."]}
+            )
+        form = DIRECT if direct else PROJECTED
+        missing = [name for name in form if name not in attrs]
+        if missing:
+            raise serializers.ValidationError(
+                {
+                    name: [f"Required together with {', '.join(n for n in form if n != name)}."]
+                    for name in missing
+                }
+            )
+        return attrs
+
+
+class PlaygroundResponseSerializer(serializers.Serializer):
+    X = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField()), required=False
+    )
+    W_Q = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField()), required=False
+    )
+    W_K = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField()), required=False
+    )
+    W_V = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField()), required=False
+    )
+    Q = serializers.ListField(child=serializers.ListField(child=serializers.FloatField()))
+    K = serializers.ListField(child=serializers.ListField(child=serializers.FloatField()))
+    V = serializers.ListField(child=serializers.ListField(child=serializers.FloatField()))
+    scores = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField()),
+        help_text="Q K^T / sqrt(d_k) (or Q K^T without scale), before masking.",
+    )
+    weights = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField()),
+        help_text="Row-wise softmax after masking; blocked entries are exactly 0.",
+    )
+    output = serializers.ListField(child=serializers.ListField(child=serializers.FloatField()))
+    mask = serializers.ListField(
+        child=serializers.ListField(child=serializers.BooleanField()),
+        help_text="The mask applied, true = blocked.",
+    )
+    scale = serializers.BooleanField()
+    shapes = serializers.DictField(
+        child=serializers.ListField(child=serializers.IntegerField()),
+        help_text="Each matrix's shape [rows, columns].",
+    )
+
+
+# --- Exercises ------------------------------------------------------------------------
+
+
+class ExerciseCreateSerializer(serializers.Serializer):
+    """``{kind, params}``; ``params`` are checked by the kind (see ``exercises/kinds/``)."""
+
+    kind = serializers.ChoiceField(choices=list(KINDS))
+    params = serializers.JSONField(required=False, default=dict)
+
+    def validate_params(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Expected an object of parameters.")
+        return value
+
+
+class ExerciseCreateSchema(OpenApiSerializerExtension):
+    """One branch per kind, each with its exact parameters, so the schema says what is accepted."""
+
+    target_class = "exercises.serializers.ExerciseCreateSerializer"
+
+    def map_serializer(self, auto_schema, direction):
+        branches = [
+            {
+                "type": "object",
+                "title": kind.name,
+                "properties": {
+                    "kind": {"type": "string", "enum": [kind.name]},
+                    "params": kind.params_json_schema(),
+                },
+                "required": ["kind"],
+            }
+            for kind in KINDS.values()
+        ]
+        return {
+            "type": "object",
+            "required": ["kind"],
+            "properties": {"kind": {"type": "string", "enum": list(KINDS)}},
+            "oneOf": branches,
+            "description": "A kind and its parameters; see GET exercises/kinds/.",
+        }
+
+
+class AskSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    shape = serializers.ListField(child=serializers.IntegerField(min_value=1), max_length=2)
+
+
+class ToleranceSerializer(serializers.Serializer):
+    rtol = serializers.FloatField()
+    atol = serializers.FloatField()
+
+
+class AttemptsSerializer(serializers.Serializer):
+    used = serializers.IntegerField()
+    max = serializers.IntegerField()
+    remaining = serializers.IntegerField()
+
+
+class ExerciseSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    params = serializers.DictField(help_text="Normalised parameters, including the seed.")
+    prompt = serializers.CharField(help_text="Markdown with $...$ math.")
+    inputs = serializers.DictField(
+        help_text="Plain JSON numbers and lists; masks are boolean matrices, true = blocked."
+    )
+    asks = AskSerializer(many=True)
+    tolerance = serializers.SerializerMethodField()
+    attempts = serializers.SerializerMethodField()
+    solved = serializers.BooleanField()
+    solution = serializers.SerializerMethodField(
+        help_text="Expected answers by part; null until solved or out of attempts."
+    )
+    created_at = serializers.DateTimeField()
+
+    def get_tolerance(self, obj) -> ToleranceSerializer:
+        return {"rtol": obj.rtol, "atol": obj.atol}
+
+    def get_attempts(self, obj) -> AttemptsSerializer:
+        return attempts_summary(obj)
+
+    @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": ANY_JSON})
+    def get_solution(self, obj):
+        return solution_if_revealed(obj)
+
+
+class SubmitSerializer(serializers.Serializer):
+    answers = serializers.DictField(
+        child=serializers.JSONField(),
+        allow_empty=True,
+        help_text="Part name -> a number, a list of numbers, or a list of rows.",
+    )
+
+
+class PartResultSerializer(serializers.Serializer):
+    correct = serializers.BooleanField()
+    wrong_cells = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(), max_length=2),
+        help_text="[row, col] in a matrix, [i] in a vector; a wrong number is [[]].",
+    )
+    message = serializers.CharField()
+
+
+class DiagnosisSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    parts = serializers.ListField(child=serializers.CharField())
+    text = serializers.CharField()
+
+
+class SubmitResultSerializer(serializers.Serializer):
+    correct = serializers.BooleanField()
+    score = serializers.FloatField(help_text="Mean over parts of the share of right cells.")
+    parts = serializers.DictField(child=PartResultSerializer())
+    diagnosis = DiagnosisSerializer(many=True)
+    attempts = AttemptsSerializer()
+    attempt = serializers.IntegerField(help_text="This attempt's number, from 1.")
+    solved = serializers.BooleanField()
+    solution = serializers.DictField(
+        allow_null=True, help_text="Null until solved or out of attempts."
+    )
+
+
+class ParamDescriptionSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["int", "float", "bool", "choice"])
+    default = serializers.JSONField()
+    help = serializers.CharField()
+    min = serializers.FloatField(required=False)
+    max = serializers.FloatField(required=False)
+    choices = serializers.ListField(child=serializers.JSONField(), required=False)
+    multiple_of = serializers.IntegerField(required=False)
+
+
+class ExerciseKindSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField()
+    params = serializers.DictField(child=ParamDescriptionSerializer())
+    max_attempts = serializers.IntegerField()
+
+
+# --- Errors (DRF's shapes) -------------------------------------------------------------
+
+
+class DetailErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+class AttemptsExhaustedErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    attempts = AttemptsSerializer()
+    solution = serializers.DictField(allow_null=True)
+
+
+VALIDATION_ERROR_SCHEMA = {
+    "type": "object",
+    "description": '{"field": ["message"]} or {"detail": "message"}; answer errors are nested '
+    'by part: {"answers": {"scores": ["message"]}}.',
+    "additionalProperties": ANY_JSON,
+}
