@@ -1,1 +1,20 @@
-urlpatterns: list = []
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("signup/", views.signup, name="signup"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("profile/", views.profile, name="profile"),
+    path("decks/<slug:slug>/enroll/", views.deck_enroll, name="deck-enroll"),
+    path("decks/<slug:slug>/unenroll/", views.deck_unenroll, name="deck-unenroll"),
+    path("review/", views.review, name="review"),
+    path("exercises/<int:pk>/submit/", views.exercise_submit, name="exercise-submit"),
+]

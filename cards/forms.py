@@ -1,0 +1,60 @@
+"""Forms of the learner pages. Rules stay in ``cards.services``; these only parse."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from zoneinfo import available_timezones
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import UserCreationForm
+
+HOURS = [(hour, f"{hour:02d}:00") for hour in range(24)]
+
+
+@lru_cache(maxsize=1)
+def timezone_choices() -> list[tuple[str, str]]:
+    # Legacy aliases such as "US/Eastern" stay valid but clutter the list; keep them last.
+    names = sorted(available_timezones())
+    canonical = [n for n in names if "/" in n and not n.startswith(("Etc/", "US/", "SystemV/"))]
+    rest = [n for n in names if n not in set(canonical)]
+    return [(n, n.replace("_", " ")) for n in ["UTC", *canonical, *[n for n in rest if n != "UTC"]]]
+
+
+class SignUpForm(UserCreationForm):
+    email = forms.EmailField(required=False, help_text="Optional; used for daily reminders.")
+    timezone = forms.TypedChoiceField(
+        label="Time zone",
+        choices=timezone_choices,
+        initial="UTC",
+        help_text="Your study day follows this time zone.",
+    )
+
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ("username",)
+
+
+class ProfileForm(forms.Form):
+    email = forms.EmailField(required=False, help_text="Where reminders are sent.")
+    timezone = forms.ChoiceField(label="Time zone", choices=timezone_choices)
+    day_starts_at = forms.TypedChoiceField(
+        label="Study day starts at",
+        choices=HOURS,
+        coerce=int,
+        help_text="Reviews before this local hour count for the previous day.",
+    )
+    reminders = forms.BooleanField(
+        label="Send me a daily reminder when cards are due", required=False
+    )
+    reminder_hour = forms.TypedChoiceField(
+        label="Reminder time",
+        choices=HOURS,
+        coerce=int,
+        help_text="Local time after which the day's reminder may be sent.",
+    )
+
+
+class ReviewForm(forms.Form):
+    card = forms.IntegerField(min_value=1)
+    result = forms.ChoiceField(choices=[("pass", "Good"), ("fail", "Again")])

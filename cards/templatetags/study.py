@@ -1,0 +1,245 @@
+"""Template helpers of the learner pages: card Markdown and the dashboard's SVG charts.
+
+Charts are drawn on the server as plain SVG (no script), each with a <title> and
+<desc> for screen readers and a <title> per mark for pointer tooltips; the pages
+also offer the same numbers as a table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+
+from django import template
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from cards import selectors
+from cards.rendering import render_markdown
+
+register = template.Library()
+
+# Five steps of one hue, light to dark; level 0 means no reviews.
+HEAT_COLORS = ("#ebedf0", "#c6dbf7", "#8fb8ef", "#4a86d8", "#1f4f99")
+
+
+@register.filter(name="markdown")
+def markdown_filter(text: str) -> SafeString:
+    # render_markdown sanitises with nh3, so its output is safe to mark here.
+    return mark_safe(render_markdown(text or ""))  # noqa: S308
+
+
+@register.simple_tag(takes_context=True)
+def nav_due_count(context) -> int:
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return 0
+    # Computed once per request even if the nav is rendered twice.
+    cached = getattr(request, "_study_due_count", None)
+    if cached is None:
+        today = selectors.learner_today(learner=user, at=timezone.now())
+        cached = selectors.due_count(learner=user, today=today)
+        request._study_due_count = cached
+    return cached
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _day_label(day: dt.date) -> str:
+    return f"{day:%a} {day.day} {day:%b %Y}"
+
+
+@register.simple_tag
+def forecast_chart(forecast: Iterable[Mapping], chart_id: str = "forecast") -> SafeString:
+    """A bar per day: ``forecast`` is ``[{date, count}]`` (dates or ISO strings), today first."""
+    days = [(_as_date(item["date"]), int(item["count"])) for item in forecast]
+    if not days:
+        return mark_safe("")
+    bar, gap, left, top, bottom = 18, 4, 28, 10, 26
+    height = 120
+    width = left + len(days) * (bar + gap)
+    peak = max(count for _, count in days)
+    scale_max = max(peak, 1)
+    total = sum(count for _, count in days)
+    busiest = max(days, key=lambda d: d[1])
+    summary = f"{_plural(total, 'card')} due over the next {len(days)} days" + (
+        f"; the busiest day is {_day_label(busiest[0])} with {busiest[1]}." if peak else "."
+    )
+    parts = [
+        format_html(
+            '<svg id="{}" role="img" aria-labelledby="{}-title {}-desc" viewBox="0 0 {} {}" '
+            'width="{}" height="{}" xmlns="http://www.w3.org/2000/svg" font-size="10" '
+            'font-family="system-ui, sans-serif">',
+            chart_id,
+            chart_id,
+            chart_id,
+            width,
+            height + top + bottom,
+            width,
+            height + top + bottom,
+        ),
+        format_html(
+            '<title id="{}-title">Cards due per day, next {} days</title>', chart_id, len(days)
+        ),
+        format_html('<desc id="{}-desc">{}</desc>', chart_id, summary),
+        # Axis: zero line and the peak value.
+        format_html(
+            '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#8a94a6"/>',
+            left - 2,
+            top + height,
+            width,
+            top + height,
+        ),
+        format_html(
+            '<text x="{}" y="{}" text-anchor="end" fill="#5b6576">{}</text>',
+            left - 5,
+            top + 8,
+            scale_max,
+        ),
+        format_html(
+            '<text x="{}" y="{}" text-anchor="end" fill="#5b6576">0</text>', left - 5, top + height
+        ),
+    ]
+    for index, (day, count) in enumerate(days):
+        x = left + index * (bar + gap)
+        h = round(height * count / scale_max, 1)
+        label = f"{_day_label(day)}: {_plural(count, 'card')} due"
+        parts.append(
+            format_html(
+                '<rect x="{}" y="{}" width="{}" height="{}" rx="2" fill="{}"><title>{}</title></rect>',
+                x,
+                top + height - h,
+                bar,
+                max(h, 0.0),
+                "#1f5fbf" if index else "#b3261e",
+                label,
+            )
+        )
+        # An invisible full-height target so every day has a tooltip, even at zero.
+        parts.append(
+            format_html(
+                '<rect x="{}" y="{}" width="{}" height="{}" fill="transparent"><title>{}</title></rect>',
+                x,
+                top,
+                bar,
+                height,
+                label,
+            )
+        )
+        if index % 7 == 0:
+            parts.append(
+                format_html(
+                    '<text x="{}" y="{}" fill="#5b6576">{}</text>',
+                    x,
+                    top + height + 14,
+                    f"{day:%b} {day.day}",
+                )
+            )
+    parts.append("</svg>")
+    return mark_safe("".join(str(p) for p in parts))
+
+
+def _as_date(value) -> dt.date:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(str(value))
+
+
+def heat_level(count: int, peak: int) -> int:
+    """0 for no reviews, else 1..4 by share of the busiest day."""
+    if count <= 0:
+        return 0
+    if peak <= 0:
+        return 1
+    return min(4, 1 + (4 * (count - 1)) // max(peak, 1))
+
+
+@register.simple_tag
+def review_heatmap(
+    calendar: Mapping, today: dt.date, weeks: int = 26, chart_id: str = "history"
+) -> SafeString:
+    """A GitHub-style calendar: one column per week (Monday on top), one cell per study day."""
+    counts = {_as_date(k): int(v) for k, v in calendar.items()}
+    start = today - dt.timedelta(days=today.weekday()) - dt.timedelta(weeks=weeks - 1)
+    cell, gap, left, top = 12, 3, 28, 18
+    width = left + weeks * (cell + gap)
+    height = top + 7 * (cell + gap)
+    days_in_range = [start + dt.timedelta(days=i) for i in range((today - start).days + 1)]
+    in_range = {d: counts.get(d, 0) for d in days_in_range}
+    peak = max(in_range.values(), default=0)
+    total = sum(in_range.values())
+    active = sum(1 for c in in_range.values() if c)
+    summary = f"{_plural(total, 'review')} on {_plural(active, 'day')} since {_day_label(start)}."
+    if peak:
+        busiest = max(in_range, key=lambda d: (in_range[d], d))
+        summary += f" Busiest day: {_day_label(busiest)} with {_plural(peak, 'review')}."
+    parts = [
+        format_html(
+            '<svg id="{}" role="img" aria-labelledby="{}-title {}-desc" viewBox="0 0 {} {}" '
+            'width="{}" height="{}" xmlns="http://www.w3.org/2000/svg" font-size="10" '
+            'font-family="system-ui, sans-serif">',
+            chart_id,
+            chart_id,
+            chart_id,
+            width,
+            height,
+            width,
+            height,
+        ),
+        format_html('<title id="{}-title">Reviews per day, last {} weeks</title>', chart_id, weeks),
+        format_html('<desc id="{}-desc">{}</desc>', chart_id, summary),
+    ]
+    for row, name in ((0, "Mon"), (2, "Wed"), (4, "Fri")):
+        parts.append(
+            format_html(
+                '<text x="0" y="{}" fill="#5b6576">{}</text>',
+                top + row * (cell + gap) + cell - 2,
+                name,
+            )
+        )
+    last_month = None
+    for day in days_in_range:
+        column, row = (day - start).days // 7, day.weekday()
+        x, y = left + column * (cell + gap), top + row * (cell + gap)
+        if row == 0 and day.month != last_month:
+            last_month = day.month
+            if column < weeks - 1:
+                parts.append(
+                    format_html('<text x="{}" y="11" fill="#5b6576">{}</text>', x, f"{day:%b}")
+                )
+        count = in_range[day]
+        parts.append(
+            format_html(
+                '<rect x="{}" y="{}" width="{}" height="{}" rx="2" fill="{}"{}><title>{}</title></rect>',
+                x,
+                y,
+                cell,
+                cell,
+                HEAT_COLORS[heat_level(count, peak)],
+                mark_safe(' stroke="#1d2430" stroke-width="1.5"') if day == today else "",
+                f"{_day_label(day)}: {_plural(count, 'review')}",
+            )
+        )
+    parts.append("</svg>")
+    return mark_safe("".join(str(p) for p in parts))
+
+
+@register.simple_tag
+def heat_legend() -> SafeString:
+    swatches = "".join(
+        str(format_html('<span class="swatch" style="background:{}"></span>', color))
+        for color in HEAT_COLORS
+    )
+    return mark_safe(f'<div class="legend" aria-hidden="true">Fewer {swatches} More</div>')
+
+
+@register.filter
+def nonzero_days(calendar: Mapping) -> list[tuple[dt.date, int]]:
+    """Days with at least one review, newest first, for the table alternative."""
+    return sorted(((_as_date(k), int(v)) for k, v in calendar.items() if int(v)), reverse=True)

@@ -1,0 +1,264 @@
+"""Server-rendered learner pages: accounts, dashboard, decks and the review session.
+
+Each view parses its input, calls one service or selector and renders; the rules
+(ladder, enrolment, idempotency) stay in ``cards.services``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from exercises import services as exercise_services
+from exercises import views as exercise_views
+from exercises.checking import AnswerError
+
+from . import selectors, services
+from .forms import ProfileForm, ReviewForm, SignUpForm
+from .models import Card, Deck
+
+HISTORY_WEEKS = 26
+
+
+def _today(user) -> dt.date:
+    return selectors.learner_today(learner=user, at=timezone.now())
+
+
+def _apply_errors(form, exc: ValidationError) -> None:
+    """Put a service's per-field ValidationError next to the matching form fields."""
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)
+
+
+# --- Accounts ---------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("dashboard")
+    form = SignUpForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user, _token = services.register(
+                username=form.cleaned_data["username"],
+                password=form.cleaned_data["password1"],
+                email=form.cleaned_data.get("email") or "",
+                timezone=form.cleaned_data["timezone"],
+            )
+        except ValidationError as exc:
+            if hasattr(exc, "error_dict") and "password" in exc.error_dict:
+                exc = ValidationError(
+                    {"password1": exc.error_dict.pop("password"), **exc.error_dict}
+                )
+            _apply_errors(form, exc)
+        else:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(
+                request, f"Welcome, {user.username}! Enrol in a deck to start studying."
+            )
+            return redirect("dashboard")
+    return render(
+        request, "registration/signup.html", {"form": form}, status=400 if form.errors else 200
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def profile(request: HttpRequest) -> HttpResponse:
+    current = selectors.learner_profile(request.user)
+    initial = {
+        "email": request.user.email,
+        "timezone": current.timezone,
+        "day_starts_at": current.day_starts_at,
+        "reminders": current.reminders,
+        "reminder_hour": current.reminder_hour,
+    }
+    form = ProfileForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.profile_update(user=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            _apply_errors(form, exc)
+        else:
+            messages.success(request, "Profile saved.")
+            return redirect("profile")
+    return render(
+        request,
+        "cards/profile.html",
+        {"form": form, "today": _today(request.user)},
+        status=400 if form.errors else 200,
+    )
+
+
+# --- Dashboard and decks ----------------------------------------------------------
+
+
+def dashboard(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_authenticated:
+        return render(request, "cards/landing.html")
+    learner = request.user
+    today = _today(learner)
+    stats = selectors.learner_stats(learner=learner, today=today)
+    history_start = (
+        today - dt.timedelta(days=today.weekday()) - dt.timedelta(weeks=HISTORY_WEEKS - 1)
+    )
+    calendar = selectors.review_calendar(learner=learner, start=history_start, end=today)
+    return render(
+        request,
+        "cards/dashboard.html",
+        {
+            "today": today,
+            "stats": stats,
+            "decks": selectors.decks_for(learner=learner),
+            "calendar": calendar,
+            "history_weeks": HISTORY_WEEKS,
+            "next_due_on": selectors.next_due_on(learner=learner),
+            "busy_forecast": [day for day in stats["forecast"] if day["count"]],
+        },
+    )
+
+
+@login_required
+@require_POST
+def deck_enroll(request: HttpRequest, slug: str) -> HttpResponse:
+    deck = get_object_or_404(Deck, slug=slug)
+    result = services.enroll(learner=request.user, deck=deck, at=timezone.now())
+    if result.scheduled:
+        messages.success(
+            request,
+            f"Enrolled in “{deck.title}”: {result.scheduled} new card"
+            f"{'' if result.scheduled == 1 else 's'}, first due on {result.first_due_on:%a %d %b %Y}.",
+        )
+    else:
+        messages.success(request, f"You are enrolled in “{deck.title}”; your progress is kept.")
+    return redirect("dashboard")
+
+
+@login_required
+@require_POST
+def deck_unenroll(request: HttpRequest, slug: str) -> HttpResponse:
+    deck = get_object_or_404(Deck, slug=slug)
+    services.unenroll(learner=request.user, deck=deck)
+    messages.success(
+        request, f"Left “{deck.title}”. Its cards left your queue; your history is kept."
+    )
+    return redirect("dashboard")
+
+
+# --- Review session ---------------------------------------------------------------
+
+
+def _session_progress(learner, today: dt.date, due: int) -> dict:
+    done = selectors.review_calendar(learner=learner, start=today, end=today).get(today, 0)
+    return {"position": done + 1, "total": done + due, "done": done}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def review(request: HttpRequest) -> HttpResponse:
+    learner = request.user
+    if request.method == "POST":
+        return _review_post(request)
+    today = _today(learner)
+    due = selectors.due_reviews(learner=learner, today=today)
+    state = due.first()
+    if state is None:
+        return render(
+            request,
+            "cards/review_done.html",
+            {"today": today, "next_due_on": selectors.next_due_on(learner=learner)},
+        )
+    count = selectors.due_count(learner=learner, today=today)
+    context = {"state": state, "card": state.card, "today": today, "due": count}
+    context.update(_session_progress(learner, today, count))
+    if state.card.kind == Card.Kind.EXERCISE:
+        exercise = services.exercise_for_review(learner=learner, card=state.card, today=today)
+        context.update(
+            exercise_views.exercise_context(
+                exercise, submit_url=reverse("exercise-submit", args=[exercise.pk])
+            )
+        )
+    return render(request, "cards/review.html", context)
+
+
+def _review_post(request: HttpRequest) -> HttpResponse:
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
+        return HttpResponseBadRequest(
+            f"Expected a card id and a result of 'pass' or 'fail' ({problems}).",
+            content_type="text/plain",
+        )
+    try:
+        log = services.review_record(
+            learner=request.user,
+            card=form.cleaned_data["card"],
+            result=form.cleaned_data["result"],
+            at=timezone.now(),
+        )
+    except services.NotDue as exc:
+        messages.info(
+            request, f"That card was already reviewed; it is next due on {exc.due_on:%a %d %b %Y}."
+        )
+    except services.NotScheduled:
+        messages.warning(request, "That card is not in your review queue any more.")
+    except services.ExerciseCardReview:
+        messages.warning(request, "Exercise cards are reviewed by submitting their exercise.")
+    else:
+        word = "Good" if log.result == "pass" else "Again"
+        messages.success(
+            request,
+            f"{word}: next review in {log.interval_days} day{'s' if log.interval_days != 1 else ''}.",
+        )
+    return redirect("review")
+
+
+# --- Exercise submissions ---------------------------------------------------------
+# Every exercise answered on the site comes here: the study core records the review
+# of a review-bound exercise on its first submission; other submissions are practice.
+
+
+@login_required
+@require_POST
+def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
+    exercise = exercise_views.owned_exercise(request, pk)
+    answers, typed, problems = exercise_views.parse_answer_cells(exercise.asks, request.POST)
+    if not problems:
+        try:
+            outcome = services.exercise_review_submit(
+                learner=request.user, exercise_id=exercise.pk, answers=answers, at=timezone.now()
+            )
+        except exercise_services.AttemptsExhausted as exc:
+            messages.warning(request, str(exc))
+            return redirect("exercise-detail", pk=exercise.pk)
+        except AnswerError as exc:
+            problems = {part: [message] for part, message in exc.errors.items()}
+        else:
+            recorded = getattr(outcome, "review", None) is not None
+            url = reverse("exercise-detail", args=[exercise.pk])
+            if recorded:
+                word = "Good" if outcome.result.get("correct") else "Again"
+                messages.success(request, f"Review recorded as {word}.")
+                url += "?from=review"
+            return redirect(url)
+    context = exercise_views.exercise_context(
+        exercise,
+        submit_url=reverse("exercise-submit", args=[exercise.pk]),
+        typed=typed,
+        problems=problems,
+        invalid=exercise_views.invalid_cells(exercise.asks, request.POST, problems),
+    )
+    return render(request, "exercises/exercise_detail.html", context, status=400)

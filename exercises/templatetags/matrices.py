@@ -1,0 +1,214 @@
+"""Matrices as HTML tables: read-only inputs, weight heat maps and answer grids.
+
+A heat map is a table whose cells are tinted by value, so screen readers get the
+numbers with their row (query) and column (key) headers while sighted readers
+get the picture; static/js/playground.js builds the same markup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from django import template
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
+
+register = template.Library()
+
+
+def fmt(value, decimals: int = 3) -> str:
+    if isinstance(value, bool):
+        return "blocked" if value else "open"
+    if value is None:
+        return ""
+    number = float(value)
+    if math.isinf(number):
+        return "−∞" if number < 0 else "∞"
+    if number.is_integer() and abs(number) < 1e12:
+        return str(int(number))
+    text = f"{number:.{decimals}f}"
+    return "0" if text.strip("-0.") == "" else text.replace("-", "−")
+
+
+def heat_style(value) -> str:
+    """Background and ink for a weight in [0, 1]: white to deep blue, ink flips for contrast."""
+    try:
+        w = min(max(float(value), 0.0), 1.0)
+    except (TypeError, ValueError):
+        return ""
+    lightness = round(98 - 60 * w)
+    ink = "#ffffff" if lightness < 60 else "#1d2430"
+    return f"background:hsl(214,70%,{lightness}%);color:{ink}"
+
+
+def _rows(matrix) -> list[list]:
+    if not isinstance(matrix, Sequence) or isinstance(matrix, str):
+        return [[matrix]]
+    if matrix and not isinstance(matrix[0], Sequence):
+        return [list(matrix)]
+    return [list(row) for row in matrix]
+
+
+def _labels(labels, count: int, fallback: str) -> list[str]:
+    labels = list(labels or [])
+    return [
+        str(labels[i]) if i < len(labels) and str(labels[i]) else f"{fallback} {i + 1}"
+        for i in range(count)
+    ]
+
+
+@register.simple_tag
+def matrix_table(
+    matrix,
+    caption: str,
+    row_labels=None,
+    col_labels=None,
+    heat: bool = False,
+    row_axis: str = "row",
+    col_axis: str = "column",
+    table_id: str = "",
+) -> SafeString:
+    rows = _rows(matrix)
+    n_cols = max((len(r) for r in rows), default=0)
+    rlabels = _labels(row_labels, len(rows), row_axis)
+    clabels = _labels(col_labels, n_cols, col_axis)
+    head = format_html(
+        '<tr><th scope="col" class="axis">{} ↓ · {} →</th>{}</tr>',
+        row_axis,
+        col_axis,
+        format_html_join("", '<th scope="col">{}</th>', ((c,) for c in clabels)),
+    )
+    body = []
+    for label, row in zip(rlabels, rows, strict=True):
+        cells = []
+        for col, value in enumerate(row):
+            title = f"{row_axis} {label}, {col_axis} {clabels[col]}: {fmt(value)}"
+            if heat:
+                cells.append(
+                    format_html(
+                        '<td style="{}" title="{}">{}</td>', heat_style(value), title, fmt(value)
+                    )
+                )
+            else:
+                cells.append(format_html("<td>{}</td>", fmt(value)))
+        body.append(
+            format_html('<tr><th scope="row">{}</th>{}</tr>', label, mark_safe("".join(cells)))
+        )
+    return format_html(
+        '<table class="data{}"{}><caption>{}</caption><thead>{}</thead><tbody>{}</tbody></table>',
+        " heatmap" if heat else "",
+        format_html(' id="{}"', table_id) if table_id else "",
+        caption,
+        head,
+        mark_safe("".join(str(b) for b in body)),
+    )
+
+
+@register.filter
+def is_matrix(value) -> bool:
+    return isinstance(value, list) and bool(value) and isinstance(value[0], list)
+
+
+@register.filter
+def is_vector(value) -> bool:
+    return isinstance(value, list) and not is_matrix(value)
+
+
+def _cell_name(part: str, index: tuple[int, ...]) -> str:
+    return "-".join(["answer", part, *(str(i) for i in index)])
+
+
+def _cell_label(part: str, index: tuple[int, ...]) -> str:
+    if len(index) == 2:
+        return f"{part} row {index[0] + 1} column {index[1] + 1}"
+    if len(index) == 1:
+        return f"{part} entry {index[0] + 1}"
+    return part
+
+
+def _pick(values, index: tuple[int, ...]):
+    try:
+        for i in index:
+            values = values[i]
+    except (IndexError, KeyError, TypeError):
+        return ""
+    return values
+
+
+@register.simple_tag
+def answer_grid(
+    part: str,
+    shape,
+    values=None,
+    wrong_cells=None,
+    checked: bool = False,
+    disabled: bool = False,
+    invalid_cells=None,
+    describedby: str = "",
+) -> SafeString:
+    """Inputs for one asked part: a table of the part's shape, a single input for shape []."""
+    shape = list(shape or [])
+    wrong = {tuple(c) for c in (wrong_cells or [])}
+    invalid = {tuple(c) for c in (invalid_cells or [])}
+
+    def cell(index: tuple[int, ...]) -> SafeString:
+        raw = _pick(values, index) if values is not None else ""
+        shown = raw if isinstance(raw, str) else fmt(raw, 6).replace("−", "-")
+        bad = index in wrong or index in invalid
+        state = "wrong" if bad else ("right" if checked else "")
+        return format_html(
+            '<td class="{}"><input type="text" inputmode="decimal" autocomplete="off" '
+            'name="{}" id="{}" value="{}" aria-label="{}"{}{}{}></td>',
+            state,
+            _cell_name(part, index),
+            "id_" + _cell_name(part, index),
+            shown,
+            _cell_label(part, index),
+            mark_safe(' aria-invalid="true"') if bad else "",
+            mark_safe(" disabled") if disabled else "",
+            format_html(' aria-describedby="{}"', describedby) if describedby else "",
+        )
+
+    if not shape:
+        return format_html(
+            '<table class="answer-grid" role="presentation"><tr>{}</tr></table>', cell(())
+        )
+    if len(shape) == 1:
+        cells = mark_safe("".join(str(cell((i,))) for i in range(shape[0])))
+        header = format_html_join(
+            "", '<th scope="col">{}</th>', ((i + 1,) for i in range(shape[0]))
+        )
+        return format_html(
+            '<table class="answer-grid"><thead><tr>{}</tr></thead><tbody><tr>{}</tr></tbody></table>',
+            header,
+            cells,
+        )
+    rows = []
+    for r in range(shape[0]):
+        cells = mark_safe("".join(str(cell((r, c))) for c in range(shape[1])))
+        rows.append(format_html('<tr><th scope="row">{}</th>{}</tr>', r + 1, cells))
+    header = format_html_join("", '<th scope="col">{}</th>', ((c + 1,) for c in range(shape[1])))
+    return format_html(
+        '<table class="answer-grid"><thead><tr><td></td>{}</tr></thead><tbody>{}</tbody></table>',
+        header,
+        mark_safe("".join(str(r) for r in rows)),
+    )
+
+
+@register.filter
+def shape_words(shape) -> str:
+    shape = list(shape or [])
+    if not shape:
+        return "a number"
+    if len(shape) == 1:
+        return f"a vector of {shape[0]}"
+    return f"a {shape[0]} × {shape[1]} matrix"
+
+
+@register.filter
+def get_item(mapping, key):
+    try:
+        return mapping.get(key) if hasattr(mapping, "get") else mapping[key]
+    except (KeyError, IndexError, TypeError):
+        return None

@@ -1,0 +1,528 @@
+"""Server-rendered exercise pages and the attention playground.
+
+Answers arrive as one text input per cell, named ``answer-<part>-<row>-<col>``
+(``answer-<part>-<i>`` for a vector, ``answer-<part>`` for a number). Cells that
+do not parse are reported next to the grid and use no attempt. Submissions are
+posted to ``cards.views.exercise_submit``: the study core records the review of a
+review-bound exercise, and ``exercises`` never imports ``cards``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from exercises import selectors, services
+from exercises.kinds import KINDS, ParamError, UnknownKindError
+from exercises.models import Attempt, Exercise
+
+# --- Answer grids ---------------------------------------------------------------------
+
+
+def cell_indices(shape: list[int]) -> list[tuple[int, ...]]:
+    return list(itertools.product(*(range(n) for n in shape)))
+
+
+def cell_field(part: str, index: tuple[int, ...]) -> str:
+    return "-".join(["answer", part, *(str(i) for i in index)])
+
+
+def cell_words(part: str, index: tuple[int, ...]) -> str:
+    if len(index) == 2:
+        return f"{part} row {index[0] + 1} column {index[1] + 1}"
+    if len(index) == 1:
+        return f"{part} entry {index[0] + 1}"
+    return part
+
+
+def parse_number(text: str) -> float | None:
+    """A typed number; a comma decimal and the minus sign U+2212 are accepted."""
+    cleaned = text.strip().replace("−", "-").replace(",", ".")
+    try:
+        value = float(cleaned)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _nest(flat: dict[tuple[int, ...], Any], shape: list[int]) -> Any:
+    if not shape:
+        return flat[()]
+    if len(shape) == 1:
+        return [flat[(i,)] for i in range(shape[0])]
+    return [[flat[(r, c)] for c in range(shape[1])] for r in range(shape[0])]
+
+
+def parse_answer_cells(asks: list[dict], data) -> tuple[dict, dict, dict[str, list[str]]]:
+    """``(answers, typed, problems)``: numbers by part, the raw text by part, messages by part."""
+    answers: dict[str, Any] = {}
+    typed: dict[str, Any] = {}
+    problems: dict[str, list[str]] = {}
+    for ask in asks:
+        name, shape = ask["name"], list(ask["shape"])
+        numbers: dict[tuple[int, ...], float] = {}
+        raw: dict[tuple[int, ...], str] = {}
+        for index in cell_indices(shape):
+            text = str(data.get(cell_field(name, index), ""))[:64]
+            raw[index] = text
+            value = parse_number(text)
+            if value is None:
+                what = "is empty" if not text.strip() else f"is {text!r}"
+                problems.setdefault(name, []).append(
+                    f"{cell_words(name, index)} {what}; enter a number such as 0.25."
+                )
+            else:
+                numbers[index] = value
+        typed[name] = _nest(raw, shape)
+        if name not in problems:
+            answers[name] = _nest(numbers, shape)
+    return answers, typed, problems
+
+
+def invalid_cells(asks: list[dict], data, problems: dict) -> dict[str, list[list[int]]]:
+    out: dict[str, list[list[int]]] = {}
+    for ask in asks:
+        if ask["name"] not in problems:
+            continue
+        out[ask["name"]] = [
+            list(index)
+            for index in cell_indices(list(ask["shape"]))
+            if parse_number(str(data.get(cell_field(ask["name"], index), ""))) is None
+        ]
+    return out
+
+
+# --- Exercise context shared by the exercise page and the review page --------------------
+
+
+def token_labels(exercise: Exercise) -> list[str] | None:
+    tokens = exercise.inputs.get("tokens") if isinstance(exercise.inputs, dict) else None
+    return [str(t) for t in tokens] if isinstance(tokens, list) else None
+
+
+def input_items(exercise: Exercise) -> list[dict[str, Any]]:
+    """The exercise's inputs for display: matrices, vectors and numbers, in stored order."""
+    items = []
+    for name, value in (exercise.inputs or {}).items():
+        if name == "tokens":
+            continue
+        if (
+            name == "mask"
+            and isinstance(value, list)
+            and not any(any(r) for r in value if isinstance(r, list))
+        ):
+            continue  # an all-open mask says nothing
+        if isinstance(value, bool):
+            items.append({"name": name, "kind": "flag", "value": "yes" if value else "no"})
+        elif isinstance(value, list) and value and isinstance(value[0], list):
+            items.append({"name": name, "kind": "matrix", "value": value})
+        elif isinstance(value, list):
+            items.append({"name": name, "kind": "vector", "value": [value]})
+        else:
+            items.append({"name": name, "kind": "number", "value": value})
+    return items
+
+
+def exercise_context(
+    exercise: Exercise,
+    *,
+    submit_url: str,
+    typed: dict | None = None,
+    problems: dict | None = None,
+    invalid: dict | None = None,
+) -> dict[str, Any]:
+    """What ``exercises/_exercise_body.html`` needs: parts with grids, feedback and heat maps."""
+    last: Attempt | None = exercise.attempt_set.order_by("-number").first()
+    result = last.result if last else None
+    solution = services.solution_if_revealed(exercise)
+    parts = []
+    for ask in exercise.asks:
+        name = ask["name"]
+        verdict = (result or {}).get("parts", {}).get(name) if not problems else None
+        if typed is not None:
+            values = typed.get(name)
+        elif last is not None:
+            values = last.answers.get(name)
+        else:
+            values = None
+        parts.append(
+            {
+                "name": name,
+                "shape": ask["shape"],
+                "values": values,
+                "verdict": verdict,
+                "wrong_cells": (verdict or {}).get("wrong_cells", []),
+                "problems": (problems or {}).get(name, []),
+                "invalid_cells": (invalid or {}).get(name, []),
+                "solution": solution.get(name) if solution else None,
+            }
+        )
+    labels = token_labels(exercise)
+    weights_map = None
+    for source, caption in (
+        (solution, "Expected weights"),
+        (last.answers if last else None, "Your weights"),
+    ):
+        weights = (source or {}).get("weights")
+        if isinstance(weights, list) and weights and isinstance(weights[0], list):
+            weights_map = {"matrix": weights, "caption": caption}
+            break
+    remaining = max(exercise.max_attempts - exercise.attempts_used, 0)
+    return {
+        "exercise": exercise,
+        "kind": KINDS.get(exercise.kind),
+        "inputs": input_items(exercise),
+        "parts": parts,
+        "result": None if problems else result,
+        "problems": problems or {},
+        "solution": solution,
+        "remaining": remaining,
+        "closed": remaining == 0,
+        "weights_map": weights_map,
+        "labels": labels,
+        "submit_url": submit_url,
+    }
+
+
+# --- Pages --------------------------------------------------------------------------
+
+
+def _param_value(spec, raw: str) -> Any:
+    if spec.type == "bool":
+        return raw in ("on", "true", "1")
+    if spec.type == "choice":
+        for choice in spec.choices or ():
+            if str(choice) == raw:
+                return choice
+        return raw
+    if raw.strip() == "":
+        return spec.default
+    try:
+        return int(raw) if spec.type == "int" else float(raw)
+    except ValueError:
+        return raw  # the kind rejects it with a message naming the parameter
+
+
+def kind_forms(selected: str = "", values=None, error: ParamError | None = None) -> list[dict]:
+    forms = []
+    for name, kind in KINDS.items():
+        fields = []
+        for pname, spec in kind.params.items():
+            key = f"{name}-{pname}"
+            current = values.get(key) if values is not None and name == selected else None
+            if current is None:
+                current = spec.default
+            fields.append(
+                {
+                    "id": f"id_{key}",
+                    "name": key,
+                    "label": pname.replace("_", " "),
+                    "spec": spec,
+                    "value": current,
+                    "checked": (current in (True, "on", "true", "1"))
+                    if spec.type == "bool"
+                    else False,
+                    "error": error.message
+                    if error and name == selected and error.field == pname
+                    else "",
+                }
+            )
+        forms.append(
+            {"name": name, "title": kind.title, "description": kind.description, "fields": fields}
+        )
+    return forms
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def exercise_list(request: HttpRequest) -> HttpResponse:
+    selected = (
+        request.POST.get("kind", "") if request.method == "POST" else request.GET.get("kind", "")
+    )
+    error: ParamError | None = None
+    kind_error = ""
+    status = 200
+    if request.method == "POST":
+        kind = KINDS.get(selected)
+        if kind is None:
+            kind_error = f"Choose one of the exercise kinds; got {selected!r}."
+        else:
+            params = {
+                pname: _param_value(spec, request.POST.get(f"{selected}-{pname}", ""))
+                for pname, spec in kind.params.items()
+            }
+            try:
+                exercise = services.exercise_create(
+                    owner=request.user, kind=selected, params=params
+                )
+            except ParamError as exc:
+                error = exc
+            except UnknownKindError as exc:
+                kind_error = exc.message
+            else:
+                messages.success(request, f"New exercise: {kind.title}.")
+                return redirect("exercise-detail", pk=exercise.pk)
+        status = 400
+    exercises = selectors.exercises_for_owner(owner=request.user)[:50]
+    return render(
+        request,
+        "exercises/exercise_list.html",
+        {
+            "exercises": exercises,
+            "kind_forms": kind_forms(
+                selected, request.POST if request.method == "POST" else None, error
+            ),
+            "selected": selected or next(iter(KINDS), ""),
+            "kind_error": kind_error,
+            "param_error": error,
+        },
+        status=status,
+    )
+
+
+def owned_exercise(request: HttpRequest, pk: int) -> Exercise:
+    try:
+        return selectors.exercise_for_owner(owner=request.user, exercise_id=pk)
+    except Exercise.DoesNotExist:
+        raise Http404("No such exercise.") from None
+
+
+@login_required
+@require_GET
+def exercise_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    exercise = owned_exercise(request, pk)
+    context = exercise_context(exercise, submit_url=reverse("exercise-submit", args=[exercise.pk]))
+    context["from_review"] = request.GET.get("from") == "review"
+    return render(request, "exercises/exercise_detail.html", context)
+
+
+# --- Playground ------------------------------------------------------------------------
+
+MAX_GRID = 8  # the page edits small matrices; the API itself accepts up to 256
+MODES = {"qkv": ("Q", "K", "V"), "xw": ("X", "W_Q", "W_K", "W_V")}
+MATRIX_HELP = {
+    "Q": "(n_q × d_k) queries",
+    "K": "(n_k × d_k) keys",
+    "V": "(n_k × d_v) values",
+    "X": "(n × d_model) tokens",
+    "W_Q": "(d_model × d_k)",
+    "W_K": "(d_model × d_k)",
+    "W_V": "(d_model × d_v)",
+}
+_BAG_WQ = [[1, 0], [0, 1], [1, 1]]
+_BAG_WK = [[1, 0], [1, 1], [0, 1]]
+_BAG_WV = [[2, 0], [0, 2], [1, 1]]
+_ABC = [[1, 0], [0, 1], [1, 1]]
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "bag": {
+        "title": "bag / delayed / refund",
+        "note": "One-hot tokens with hand-set projections, d_k = 2 (the lesson's example).",
+        "mode": "xw",
+        "tokens": ["bag", "delayed", "refund"],
+        "matrices": {
+            "X": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+            "W_Q": _BAG_WQ,
+            "W_K": _BAG_WK,
+            "W_V": _BAG_WV,
+        },
+        "scale": True,
+        "causal": False,
+    },
+    "abc": {
+        "title": "A / B / C, identity",
+        "note": "Q = K = V = X with A = [1, 0], B = [0, 1], C = [1, 1] (the article's example).",
+        "mode": "qkv",
+        "tokens": ["A", "B", "C"],
+        "matrices": {"Q": _ABC, "K": _ABC, "V": _ABC},
+        "scale": True,
+        "causal": False,
+    },
+    "large": {
+        "title": "Large scores (×8)",
+        "note": "The bag example's unscaled scores times 8: row 0 becomes (8, 8, 0) and its softmax (0.5, 0.5, 0.0002).",
+        "mode": "qkv",
+        "tokens": ["bag", "delayed", "refund"],
+        "matrices": {"Q": [[8 * x for x in row] for row in _BAG_WQ], "K": _BAG_WK, "V": _BAG_WV},
+        "scale": False,
+        "causal": False,
+    },
+    "identical": {
+        "title": "Identical keys",
+        "note": "Every key is the same, so every query spreads its weight evenly and the output is the mean value.",
+        "mode": "qkv",
+        "tokens": ["bag", "delayed", "refund"],
+        "matrices": {"Q": _BAG_WQ, "K": [[1, 1], [1, 1], [1, 1]], "V": _BAG_WV},
+        "scale": True,
+        "causal": False,
+    },
+}
+DEFAULT_PRESET = "bag"
+
+
+def _preset_entry(name: str) -> dict[str, Any]:
+    preset = PRESETS[name]
+    return {
+        "mode": preset["mode"],
+        "tokens": list(preset["tokens"]),
+        "matrices": {k: [list(r) for r in v] for k, v in preset["matrices"].items()},
+        "scale": preset["scale"],
+        "causal": preset["causal"],
+        "preset": name,
+        "errors": [],
+        "invalid": {},
+    }
+
+
+def _grid_size(data, key: str, default: int, errors: list[str]) -> int:
+    raw = data.get(key, "")
+    if raw in ("", None):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_GRID:
+        errors.append(
+            f"{key.replace('-', ' ')}: expected a whole number from 1 to {MAX_GRID}, got {raw!r}."
+        )
+        return min(max(value, 1), MAX_GRID)
+    return value
+
+
+def playground_entry(data) -> dict[str, Any]:
+    """The playground's state from its query string; a preset (default ``bag``) when none."""
+    if data.get("preset") in PRESETS or "mode" not in data:
+        return _preset_entry(
+            data.get("preset") if data.get("preset") in PRESETS else DEFAULT_PRESET
+        )
+    errors: list[str] = []
+    mode = data.get("mode")
+    if mode not in MODES:
+        errors.append(f"mode: expected 'qkv' or 'xw', got {mode!r}.")
+        mode = "qkv"
+    fallback = _preset_entry("bag" if mode == "xw" else "abc")["matrices"]
+    matrices: dict[str, list[list]] = {}
+    invalid: dict[str, list[tuple[int, int]]] = {}
+    for name in MODES[mode]:
+        rows = _grid_size(data, f"{name}-rows", len(fallback[name]), errors)
+        cols = _grid_size(data, f"{name}-cols", len(fallback[name][0]), errors)
+        grid = []
+        for i in range(rows):
+            row = []
+            for j in range(cols):
+                text = str(data.get(f"{name}-{i}-{j}", ""))[:64]
+                value = 0.0 if not text.strip() else parse_number(text)
+                if value is None:
+                    errors.append(
+                        f"{name} row {i + 1} column {j + 1}: expected a number, got {text!r}."
+                    )
+                    invalid.setdefault(name, []).append((i, j))
+                    row.append(text)
+                else:
+                    row.append(value)
+            grid.append(row)
+        matrices[name] = grid
+    tokens = [t.strip()[:40] for t in str(data.get("tokens", "")).split(",") if t.strip()][
+        : MAX_GRID * 4
+    ]
+    return {
+        "mode": mode,
+        "tokens": tokens,
+        "matrices": matrices,
+        "scale": data.get("scale") in ("on", "true", "1"),
+        "causal": data.get("causal") in ("on", "true", "1"),
+        "preset": "",
+        "errors": errors,
+        "invalid": invalid,
+    }
+
+
+def _editors(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    groups = []
+    for mode, names in MODES.items():
+        source = (
+            entry["matrices"]
+            if mode == entry["mode"]
+            else _preset_entry("bag" if mode == "xw" else "abc")["matrices"]
+        )
+        invalid = entry["invalid"] if mode == entry["mode"] else {}
+        matrices = []
+        for name in names:
+            grid = source[name]
+            bad = set(map(tuple, invalid.get(name, [])))
+            cells = [
+                [
+                    {
+                        "i": i,
+                        "j": j,
+                        "value": v if isinstance(v, str) else _plain(v),
+                        "invalid": (i, j) in bad,
+                    }
+                    for j, v in enumerate(row)
+                ]
+                for i, row in enumerate(grid)
+            ]
+            label = name.replace("_", "")
+            matrices.append(
+                {
+                    "name": name,
+                    "label": label,
+                    "help": MATRIX_HELP[name],
+                    "rows": len(grid),
+                    "cols": len(grid[0]),
+                    "cells": cells,
+                }
+            )
+        groups.append({"mode": mode, "matrices": matrices})
+    return groups
+
+
+def _plain(value: float) -> str:
+    number = float(value)
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+@login_required
+@require_GET
+def playground(request: HttpRequest) -> HttpResponse:
+    entry = playground_entry(request.GET)
+    errors = list(entry["errors"])
+    result = None
+    if not errors:
+        arrays = {k: np.asarray(v, dtype=float) for k, v in entry["matrices"].items()}
+        try:
+            result = services.attention_playground(
+                **arrays, mask="causal" if entry["causal"] else "none", scale=entry["scale"]
+            )
+        except services.PlaygroundError as exc:
+            errors = [
+                msg if field == "non_field_errors" else f"{field}: {msg}"
+                for field, msgs in exc.errors.items()
+                for msg in msgs
+            ]
+    tokens = entry["tokens"]
+    context = {
+        "entry": entry,
+        "presets": PRESETS,
+        "preset_note": PRESETS[entry["preset"]]["note"] if entry["preset"] else "",
+        "editors": _editors(entry),
+        "max_grid": MAX_GRID,
+        "errors": errors,
+        "result": result,
+        "scores_caption": "Scores Q Kᵀ / √dₖ (before the mask)"
+        if entry["scale"]
+        else "Scores Q Kᵀ (unscaled, before the mask)",
+        "query_labels": tokens[: len(result["Q"])] if result else tokens,
+        "key_labels": tokens[: len(result["K"])] if result else tokens,
+    }
+    return render(request, "exercises/playground.html", context, status=400 if errors else 200)

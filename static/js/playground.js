@@ -1,0 +1,251 @@
+// Live attention playground: edits are sent to POST /api/v1/attention/ and the
+// result tables are rebuilt with the same markup the server renders first.
+(function () {
+  "use strict";
+  var form = document.getElementById("playground-form");
+  if (!form) return;
+  var results = document.getElementById("pg-results");
+  var errorBox = document.getElementById("pg-error");
+  var MAX = 8;
+  var timer = null;
+  var sequence = 0;
+
+  function csrfToken() {
+    var input = form.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  function mode() {
+    var checked = form.querySelector("input[name=mode]:checked");
+    return checked ? checked.value : "qkv";
+  }
+
+  function tokens() {
+    return document.getElementById("pg-tokens").value.split(",")
+      .map(function (t) { return t.trim(); })
+      .filter(function (t) { return t.length; });
+  }
+
+  function parseCell(text) {
+    var cleaned = text.trim().replace("\u2212", "-").replace(",", ".");
+    if (cleaned === "") return 0;
+    if (!/^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(cleaned)) return null;
+    var value = Number(cleaned);
+    return isFinite(value) ? value : null;
+  }
+
+  function clampSize(input) {
+    var n = parseInt(input.value, 10);
+    if (isNaN(n)) n = 1;
+    return Math.min(Math.max(n, 1), MAX);
+  }
+
+  // Rebuild one grid at its new shape, keeping the values that still fit.
+  function resizeGrid(fieldset) {
+    var name = fieldset.getAttribute("data-matrix");
+    var rows = clampSize(fieldset.querySelector("[name='" + name + "-rows']"));
+    var cols = clampSize(fieldset.querySelector("[name='" + name + "-cols']"));
+    var tbody = fieldset.querySelector("tbody");
+    var old = {};
+    tbody.querySelectorAll("input").forEach(function (input) { old[input.name] = input.value; });
+    tbody.textContent = "";
+    for (var i = 0; i < rows; i++) {
+      var tr = document.createElement("tr");
+      for (var j = 0; j < cols; j++) {
+        var td = document.createElement("td");
+        var input = document.createElement("input");
+        input.type = "text";
+        input.inputMode = "decimal";
+        input.autocomplete = "off";
+        input.name = name + "-" + i + "-" + j;
+        input.value = old[input.name] !== undefined ? old[input.name] : "0";
+        input.setAttribute("aria-label", name + " row " + (i + 1) + " column " + (j + 1));
+        td.appendChild(input);
+        tr.appendChild(td);
+      }
+      tbody.appendChild(tr);
+    }
+  }
+
+  function readMatrices(problems) {
+    var out = {};
+    var group = form.querySelector(".matrices[data-mode='" + mode() + "']");
+    group.querySelectorAll("fieldset[data-matrix]").forEach(function (fieldset) {
+      var name = fieldset.getAttribute("data-matrix");
+      var matrix = [];
+      fieldset.querySelectorAll("tbody tr").forEach(function (tr, i) {
+        var row = [];
+        tr.querySelectorAll("input").forEach(function (input, j) {
+          var value = parseCell(input.value);
+          var cell = input.parentNode;
+          if (value === null) {
+            problems.push(name + " row " + (i + 1) + " column " + (j + 1) + ": expected a number, got \u201c" + input.value + "\u201d.");
+            input.setAttribute("aria-invalid", "true");
+            cell.className = "wrong";
+          } else {
+            input.removeAttribute("aria-invalid");
+            cell.className = "";
+          }
+          row.push(value);
+        });
+        matrix.push(row);
+      });
+      out[name] = matrix;
+    });
+    return out;
+  }
+
+  function fmt(value) {
+    if (value === null || value === undefined) return "";
+    if (!isFinite(value)) return value < 0 ? "\u2212\u221e" : "\u221e";
+    if (Number.isInteger(value)) return String(value);
+    var text = value.toFixed(3);
+    if (/^-?0\.000$/.test(text)) return "0";
+    return text.replace("-", "\u2212");
+  }
+
+  function heatStyle(w) {
+    w = Math.min(Math.max(w, 0), 1);
+    var lightness = Math.round(98 - 60 * w);
+    return "background:hsl(214,70%," + lightness + "%);color:" + (lightness < 60 ? "#ffffff" : "#1d2430");
+  }
+
+  function label(list, i, fallback) {
+    return list && list[i] ? list[i] : fallback + " " + (i + 1);
+  }
+
+  function el(tag, attrs, text) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function table(matrix, caption, rowLabels, colLabels, heat, rowAxis, colAxis, id) {
+    var t = el("table", { "class": heat ? "data heatmap" : "data" });
+    if (id) t.id = id;
+    t.appendChild(el("caption", {}, caption));
+    var head = el("tr");
+    head.appendChild(el("th", { scope: "col", "class": "axis" }, rowAxis + " \u2193 \u00b7 " + colAxis + " \u2192"));
+    var cols = matrix.length ? matrix[0].length : 0;
+    for (var j = 0; j < cols; j++) head.appendChild(el("th", { scope: "col" }, label(colLabels, j, colAxis)));
+    var thead = el("thead");
+    thead.appendChild(head);
+    t.appendChild(thead);
+    var tbody = el("tbody");
+    matrix.forEach(function (row, i) {
+      var tr = el("tr");
+      var rl = label(rowLabels, i, rowAxis);
+      tr.appendChild(el("th", { scope: "row" }, rl));
+      row.forEach(function (value, j) {
+        var attrs = {};
+        if (heat) {
+          attrs.style = heatStyle(value);
+          attrs.title = rowAxis + " " + rl + ", " + colAxis + " " + label(colLabels, j, colAxis) + ": " + fmt(value);
+        }
+        tr.appendChild(el("td", attrs, fmt(value)));
+      });
+      tbody.appendChild(tr);
+    });
+    t.appendChild(tbody);
+    return t;
+  }
+
+  function render(data, scale) {
+    var names = tokens();
+    var q = names.slice(0, data.Q.length);
+    var k = names.slice(0, data.K.length);
+    results.textContent = "";
+    var first = el("div", { "class": "matrices" });
+    first.appendChild(table(data.weights, "Weights A (softmax of each row)", q, k, true, "query", "key", "weights-table"));
+    first.appendChild(table(data.scores, scale ? "Scores Q K\u1d40 / \u221ad\u2096 (before the mask)" : "Scores Q K\u1d40 (unscaled, before the mask)", q, k, false, "query", "key", "scores-table"));
+    first.appendChild(table(data.output, "Output A V", q, null, false, "query", "dim", "output-table"));
+    var second = el("div", { "class": "matrices" });
+    second.appendChild(table(data.Q, "Q", q, null, false, "token", "dim"));
+    second.appendChild(table(data.K, "K", k, null, false, "token", "dim"));
+    second.appendChild(table(data.V, "V", k, null, false, "token", "dim"));
+    results.appendChild(first);
+    results.appendChild(second);
+  }
+
+  function showErrors(list) {
+    errorBox.textContent = "";
+    if (!list.length) return;
+    var box = el("div", { "class": "pg-error" });
+    var ul = el("ul");
+    list.forEach(function (m) { ul.appendChild(el("li", {}, m)); });
+    box.appendChild(ul);
+    errorBox.appendChild(box);
+  }
+
+  function flatten(body) {
+    var out = [];
+    if (!body || typeof body !== "object") return ["The server could not compute this input."];
+    Object.keys(body).forEach(function (key) {
+      var value = body[key];
+      var text = Array.isArray(value) ? value.join(" ") : (typeof value === "object" ? JSON.stringify(value) : String(value));
+      out.push(key === "detail" || key === "non_field_errors" ? text : key + ": " + text);
+    });
+    return out;
+  }
+
+  function compute() {
+    var problems = [];
+    var matrices = readMatrices(problems);
+    if (problems.length) { showErrors(problems); return; }
+    var scale = document.getElementById("pg-scale").checked;
+    var payload = Object.assign({}, matrices, {
+      mask: document.getElementById("pg-causal").checked ? "causal" : "none",
+      scale: scale
+    });
+    var mine = ++sequence;
+    form.setAttribute("aria-busy", "true");
+    fetch(form.getAttribute("data-api"), {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrfToken() },
+      body: JSON.stringify(payload)
+    }).then(function (response) {
+      return response.json().catch(function () { return null; }).then(function (body) {
+        return { status: response.status, body: body };
+      });
+    }).then(function (answer) {
+      if (mine !== sequence) return;  // a newer edit already went out
+      form.removeAttribute("aria-busy");
+      if (answer.status === 200) { showErrors([]); render(answer.body, scale); }
+      else showErrors(flatten(answer.body));
+    }).catch(function () {
+      if (mine !== sequence) return;
+      form.removeAttribute("aria-busy");
+      showErrors(["The playground could not reach the server; press Compute to try again."]);
+    });
+  }
+
+  function schedule() {
+    clearTimeout(timer);
+    timer = setTimeout(compute, 200);
+  }
+
+  form.addEventListener("input", function (event) {
+    var target = event.target;
+    if (/-(rows|cols)$/.test(target.name)) resizeGrid(target.closest("fieldset"));
+    if (target.name === "mode") return;
+    schedule();
+  });
+  form.addEventListener("change", function (event) {
+    var target = event.target;
+    if (target.name === "mode") {
+      form.querySelectorAll(".matrices[data-mode]").forEach(function (group) {
+        var active = group.getAttribute("data-mode") === target.value;
+        group.hidden = !active;
+        group.querySelectorAll("fieldset").forEach(function (f) { f.disabled = !active; });
+      });
+      compute();
+    }
+  });
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    clearTimeout(timer);
+    compute();
+  });
+})();

@@ -1,0 +1,102 @@
+"""Fixtures of the learner pages: a small deck and a headless Chromium.
+
+``live_server`` runs in a thread of this process, so the tests may touch the
+database directly while the browser drives the pages; that is why Django's
+async-safety guard is off here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cards.models import Card, Deck
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def deck(db) -> Deck:
+    deck = Deck.objects.create(
+        slug="attention-basics",
+        title="Attention basics",
+        description="Scores, softmax weights and outputs of one head.",
+    )
+    Card.objects.create(
+        deck=deck,
+        key="why-scale",
+        kind=Card.Kind.RECALL,
+        prompt=r"Why divide the scores by $\sqrt{d_k}$?",
+        answer="Large scores saturate the softmax toward **one-hot**, where gradients are tiny.",
+        position=1,
+    )
+    Card.objects.create(
+        deck=deck,
+        key="weights-by-hand",
+        kind=Card.Kind.EXERCISE,
+        prompt="Compute one attention head by hand.",
+        exercise={"kind": "attention", "params": {"n": 2, "d_k": 2, "d_v": 2}},
+        position=2,
+    )
+    return deck
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM}")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def phone(browser):
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844},
+        device_scale_factor=2,
+        is_mobile=True,
+        has_touch=True,
+    )
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def screenshot():
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def take(page, name: str, full_page: bool = True) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=full_page)
+        return path
+
+    return take
