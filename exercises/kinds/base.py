@@ -232,7 +232,7 @@ def get_kind(name: str) -> ExerciseKind:
 
 
 def as_json(a: np.ndarray | float) -> Any:
-    """Floats rounded to 12 significant digits: stable JSON without float noise."""
+    """Floats rounded to 12 decimals: stable JSON without float noise, far below any tolerance."""
     arr = np.asarray(a, dtype=float)
     return np.round(arr, 12).tolist()
 
