@@ -1,0 +1,1 @@
+"""Benchmark scripts: run one with ``python -m benchmarks.<name>``; they print figures."""
