@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class CardsConfig(AppConfig):
@@ -7,3 +8,11 @@ class CardsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import signals  # noqa: F401
+        from .beat import sync_default_schedule_on_migrate
+
+        # Default beat schedules reach the database on every migrate (missing ones only).
+        post_migrate.connect(
+            sync_default_schedule_on_migrate,
+            sender=self,
+            dispatch_uid="cards.beat.sync_default_schedule",
+        )

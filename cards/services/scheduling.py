@@ -1,0 +1,151 @@
+"""Placing new cards on learners' ladders, set-based, for the beat job.
+
+A card needs placing when its learner is enrolled in its deck, it is active, and
+the learner has no review state for it: cards added after enrolment, and cards
+re-activated that were never placed. Existing states are never touched, so a
+re-activated card that was once scheduled keeps its progress.
+
+Each learner's first due date depends on their own study day (time zone and day
+start). Learners share a handful of distinct ``(timezone, day_starts_at)`` pairs,
+so the due date is computed once per pair in Python with :mod:`cards.ladder` and
+handed to SQL as a small derived table; one ``INSERT ... SELECT`` per chunk of
+learner ids then places every missing state of that chunk.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterator
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from .. import ladder
+from ..models import Enrollment, LearnerProfile
+
+logger = logging.getLogger(__name__)
+
+# Enrolments per statement: with decks of ~100 cards, ~50,000 rows per transaction.
+DEFAULT_CHUNK_SIZE = 500
+# Rows of the derived table of groups per statement (three parameters each).
+GROUPS_PER_STATEMENT = 300
+
+
+def zone_or_utc(name: str) -> ZoneInfo:
+    """The learner's zone; a name the zone database does not know counts as UTC."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        logger.warning("Unknown time zone %r in a learner profile; using UTC", name)
+        return ZoneInfo("UTC")
+
+
+def groups_table(rows: list[tuple], columns: tuple[str, ...]) -> tuple[str, list]:
+    """A derived table ``(SELECT %s AS c1, ... UNION ALL ...)`` for ``rows``, with its params.
+
+    Portable between PostgreSQL and SQLite, unlike ``VALUES ... AS g(c1, ...)``.
+    Dates go through the backend's adapter so PostgreSQL sees a ``date`` column.
+    """
+    ops = connection.ops
+    first = "SELECT " + ", ".join(f"%s AS {name}" for name in columns)
+    rest = "SELECT " + ", ".join("%s" for _ in columns)
+    selects = [first] + [rest] * (len(rows) - 1)
+    params = [
+        ops.adapt_datefield_value(value) if isinstance(value, dt.date) else value
+        for row in rows
+        for value in row
+    ]
+    return "(" + " UNION ALL ".join(selects) + ")", params
+
+
+def id_ranges(queryset, field: str, chunk_size: int) -> Iterator[tuple[int, int | None]]:
+    """Half-open ranges ``(after, up_to]`` of ``field`` values, each covering ~``chunk_size`` rows.
+
+    Keyset pagination on an index led by ``field``: one small query per range,
+    whatever the table size. ``up_to`` is None for the last range.
+    """
+    after = 0
+    while True:
+        bound = (
+            queryset.filter(**{f"{field}__gt": after})
+            .order_by(field)
+            .values_list(field, flat=True)[chunk_size - 1 : chunk_size]
+        )
+        up_to = next(iter(bound), None)
+        yield after, up_to
+        if up_to is None:
+            return
+        after = up_to
+
+
+def first_due_by_group(*, at: dt.datetime, enrollments) -> list[tuple[str, int, dt.date]]:
+    """``(timezone, day_starts_at, due_on)`` for every pair found among enrolled learners."""
+    pairs = (
+        LearnerProfile.objects.filter(user_id__in=enrollments.values("learner_id"))
+        .values_list("timezone", "day_starts_at")
+        .distinct()
+    )
+    groups = []
+    for tz_name, day_starts_at in pairs:
+        today = ladder.study_day(at, zone_or_utc(tz_name), day_starts_at)
+        first = ladder.first_schedule(today, settings.STUDY_LADDER_DAYS)
+        groups.append((tz_name, day_starts_at, first.due_on))
+    return groups
+
+
+def schedule_new_cards(
+    *, at: dt.datetime, deck_id: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE
+) -> int:
+    """Place every unplaced active card of every enrolled learner at rung 0; returns how many.
+
+    ``due_on`` is the learner's study day at ``at`` plus ``ladder[0]`` days. Idempotent:
+    a second run, or a run racing an enrolment, places nothing twice (``NOT EXISTS``
+    keeps the work small, ``ON CONFLICT DO NOTHING`` settles races). Each statement
+    commits on its own so no transaction spans the whole table.
+    """
+    enrollments = Enrollment.objects.all()
+    if deck_id is not None:
+        enrollments = enrollments.filter(deck_id=deck_id)
+    groups = first_due_by_group(at=at, enrollments=enrollments)
+    if not groups:
+        return 0
+
+    ops = connection.ops
+    now = ops.adapt_datetimefield_value(timezone.now())
+    deck_filter = "AND e.deck_id = %s" if deck_id is not None else ""
+    placed = 0
+    for start in range(0, len(groups), GROUPS_PER_STATEMENT):
+        table, table_params = groups_table(
+            groups[start : start + GROUPS_PER_STATEMENT], ("tz", "day_start", "due_on")
+        )
+        for after, up_to in id_ranges(enrollments, "learner_id", chunk_size):
+            upper = "AND e.learner_id <= %s" if up_to is not None else ""
+            sql = f"""
+                INSERT INTO cards_reviewstate
+                    (learner_id, card_id, step, due_on, last_reviewed_at, created_at, updated_at)
+                SELECT e.learner_id, c.id, 0, g.due_on, NULL, %s, %s
+                FROM cards_enrollment e
+                JOIN cards_card c ON c.deck_id = e.deck_id AND c.is_active = %s
+                JOIN cards_learnerprofile p ON p.user_id = e.learner_id
+                JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
+                WHERE e.learner_id > %s {upper} {deck_filter}
+                  AND NOT EXISTS (
+                      SELECT 1 FROM cards_reviewstate s
+                      WHERE s.learner_id = e.learner_id AND s.card_id = c.id
+                  )
+                ON CONFLICT (learner_id, card_id) DO NOTHING
+            """
+            params = [now, now, True, *table_params, after]
+            if up_to is not None:
+                params.append(up_to)
+            if deck_id is not None:
+                params.append(deck_id)
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                placed += max(cursor.rowcount, 0)
+    if placed:
+        logger.info("Placed %d new review states (deck %s)", placed, deck_id or "all")
+    return placed
