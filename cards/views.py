@@ -188,7 +188,7 @@ def review(request: HttpRequest) -> HttpResponse:
         exercise = services.exercise_for_review(learner=learner, card=state.card, today=today)
         context.update(
             exercise_views.exercise_context(
-                exercise, submit_url=reverse("exercise-submit", args=[exercise.pk])
+                exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
             )
         )
     return render(request, "cards/review.html", context)
@@ -243,12 +243,12 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
             )
         except exercise_services.AttemptsExhausted as exc:
             messages.warning(request, str(exc))
-            return redirect("exercise-detail", pk=exercise.pk)
+            return redirect("exercise-page", pk=exercise.pk)
         except AnswerError as exc:
             problems = {part: [message] for part, message in exc.errors.items()}
         else:
             recorded = getattr(outcome, "review", None) is not None
-            url = reverse("exercise-detail", args=[exercise.pk])
+            url = reverse("exercise-page", args=[exercise.pk])
             if recorded:
                 word = "Good" if outcome.result.get("correct") else "Again"
                 messages.success(request, f"Review recorded as {word}.")
@@ -256,7 +256,7 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect(url)
     context = exercise_views.exercise_context(
         exercise,
-        submit_url=reverse("exercise-submit", args=[exercise.pk]),
+        submit_url=reverse("exercise-page-submit", args=[exercise.pk]),
         typed=typed,
         problems=problems,
         invalid=exercise_views.invalid_cells(exercise.asks, request.POST, problems),

@@ -13,8 +13,8 @@ urlpatterns = [
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("profile/", views.profile, name="profile"),
-    path("decks/<slug:slug>/enroll/", views.deck_enroll, name="deck-enroll"),
-    path("decks/<slug:slug>/unenroll/", views.deck_unenroll, name="deck-unenroll"),
+    path("decks/<slug:slug>/enroll/", views.deck_enroll, name="dashboard-enroll"),
+    path("decks/<slug:slug>/unenroll/", views.deck_unenroll, name="dashboard-unenroll"),
     path("review/", views.review, name="review"),
-    path("exercises/<int:pk>/submit/", views.exercise_submit, name="exercise-submit"),
+    path("exercises/<int:pk>/submit/", views.exercise_submit, name="exercise-page-submit"),
 ]

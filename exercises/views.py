@@ -109,10 +109,17 @@ def token_labels(exercise: Exercise) -> list[str] | None:
     return [str(t) for t in tokens] if isinstance(tokens, list) else None
 
 
+INPUT_ORDER = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "mask", "scale")
+
+
 def input_items(exercise: Exercise) -> list[dict[str, Any]]:
     """The exercise's inputs for display: matrices, vectors and numbers, in stored order."""
     items = []
-    for name, value in (exercise.inputs or {}).items():
+    stored = exercise.inputs or {}
+    # JSON objects may come back with sorted keys; show the lesson's order first.
+    order = [n for n in INPUT_ORDER if n in stored] + [n for n in stored if n not in INPUT_ORDER]
+    for name in order:
+        value = stored[name]
         if name == "tokens":
             continue
         if (
@@ -225,7 +232,7 @@ def kind_forms(selected: str = "", values=None, error: ParamError | None = None)
                 {
                     "id": f"id_{key}",
                     "name": key,
-                    "label": pname.replace("_", " "),
+                    "label": pname,
                     "spec": spec,
                     "value": current,
                     "checked": (current in (True, "on", "true", "1"))
@@ -270,7 +277,7 @@ def exercise_list(request: HttpRequest) -> HttpResponse:
                 kind_error = exc.message
             else:
                 messages.success(request, f"New exercise: {kind.title}.")
-                return redirect("exercise-detail", pk=exercise.pk)
+                return redirect("exercise-page", pk=exercise.pk)
         status = 400
     exercises = selectors.exercises_for_owner(owner=request.user)[:50]
     return render(
@@ -300,7 +307,9 @@ def owned_exercise(request: HttpRequest, pk: int) -> Exercise:
 @require_GET
 def exercise_detail(request: HttpRequest, pk: int) -> HttpResponse:
     exercise = owned_exercise(request, pk)
-    context = exercise_context(exercise, submit_url=reverse("exercise-submit", args=[exercise.pk]))
+    context = exercise_context(
+        exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
+    )
     context["from_review"] = request.GET.get("from") == "review"
     return render(request, "exercises/exercise_detail.html", context)
 
@@ -472,11 +481,12 @@ def _editors(entry: dict[str, Any]) -> list[dict[str, Any]]:
                 ]
                 for i, row in enumerate(grid)
             ]
-            label = name.replace("_", "")
+            base, _, sub = name.partition("_")
             matrices.append(
                 {
                     "name": name,
-                    "label": label,
+                    "label": base,
+                    "sub": sub,
                     "help": MATRIX_HELP[name],
                     "rows": len(grid),
                     "cols": len(grid[0]),

@@ -72,7 +72,7 @@ def forecast_chart(forecast: Iterable[Mapping], chart_id: str = "forecast") -> S
     parts = [
         format_html(
             '<svg id="{}" role="img" aria-labelledby="{}-title {}-desc" viewBox="0 0 {} {}" '
-            'width="{}" height="{}" xmlns="http://www.w3.org/2000/svg" font-size="10" '
+            'width="{}" height="{}" xmlns="http://www.w3.org/2000/svg" font-size="12" '
             'font-family="system-ui, sans-serif">',
             chart_id,
             chart_id,
@@ -182,7 +182,7 @@ def review_heatmap(
     parts = [
         format_html(
             '<svg id="{}" role="img" aria-labelledby="{}-title {}-desc" viewBox="0 0 {} {}" '
-            'width="{}" height="{}" xmlns="http://www.w3.org/2000/svg" font-size="10" '
+            'width="{}" height="{}" xmlns="http://www.w3.org/2000/svg" font-size="12" '
             'font-family="system-ui, sans-serif">',
             chart_id,
             chart_id,
