@@ -1,0 +1,37 @@
+# One image for the web server, the Celery worker and beat, and the one-shot migrate job.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    DJANGO_SETTINGS_MODULE=studyapp.settings \
+    DJANGO_DEBUG=0 \
+    STUDY_VAR_DIR=/app/var \
+    WEB_CONCURRENCY=3
+
+WORKDIR /app
+
+RUN groupadd --system --gid 10001 study \
+    && useradd --system --uid 10001 --gid study --home-dir /app --no-create-home \
+       --shell /usr/sbin/nologin study
+
+# Dependencies first, read from pyproject.toml alone, so a code change reuses this layer.
+COPY pyproject.toml ./
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['prod']))" \
+       > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt \
+    && rm /tmp/requirements.txt
+
+COPY . .
+# Editable, so templates, deck files and static sources stay where settings look for them.
+RUN pip install -e ".[prod]" \
+    && DJANGO_SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput \
+    && mkdir -p /app/var \
+    && chown study:study /app/var
+
+USER study
+
+EXPOSE 8000
+
+CMD ["gunicorn", "studyapp.wsgi:application", "--bind", "0.0.0.0:8000", "--worker-tmp-dir", "/dev/shm", "--access-logfile", "-"]
