@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import GenericAPIView
@@ -41,6 +41,20 @@ E404 = OpenApiResponse(DetailErrorSerializer, description="Not found, or not you
 E415 = OpenApiResponse(DetailErrorSerializer, description="The body must be JSON.")
 PAGE_404 = OpenApiResponse(DetailErrorSerializer, description="No such page.")
 PAGE_400 = OpenApiResponse(VALIDATION_ERROR_SCHEMA, description="Bad page size.")
+
+
+ID_PARAM = OpenApiParameter(
+    "exercise_id", int, OpenApiParameter.PATH, description="The exercise's id."
+)
+BIGINT_MAX = 2**63 - 1
+
+
+def exercise_pk(raw) -> int:
+    """The path's id as an int; one no row can have is a 404 (the database would overflow)."""
+    pk = int(raw)
+    if not 1 <= pk <= BIGINT_MAX:
+        raise NotFound()
+    return pk
 
 
 class ExerciseKindListView(GenericAPIView):
@@ -120,11 +134,14 @@ class ExerciseDetailView(APIView):
     @extend_schema(
         operation_id="exercises_retrieve",
         summary="One of my exercises",
+        parameters=[ID_PARAM],
         responses={200: ExerciseSerializer, 401: E401, 403: E403, 404: E404},
     )
     def get(self, request, exercise_id: int):
         try:
-            exercise = selectors.exercise_for_owner(owner=request.user, exercise_id=exercise_id)
+            exercise = selectors.exercise_for_owner(
+                owner=request.user, exercise_id=exercise_pk(exercise_id)
+            )
         except Exercise.DoesNotExist:
             raise NotFound() from None
         return Response(ExerciseSerializer(exercise).data)
@@ -138,6 +155,7 @@ class ExerciseSubmitView(APIView):
     @extend_schema(
         operation_id="exercises_submit",
         summary="Submit answers",
+        parameters=[ID_PARAM],
         description=(
             "Checks every part; a cell is right when |given - expected| <= atol + rtol |expected|. "
             "Each well-formed submission uses one attempt, also after the exercise is solved "
@@ -161,7 +179,8 @@ class ExerciseSubmitView(APIView):
     def post(self, request, exercise_id: int):
         body = SubmitSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return Response(self.submit(request, exercise_id, body.validated_data["answers"]))
+        pk = exercise_pk(exercise_id)
+        return Response(self.submit(request, pk, body.validated_data["answers"]))
 
     def submit(self, request, exercise_id: int, answers: dict) -> dict[str, Any]:
         """Record one attempt and return the result; errors become 400, 404 or 409."""

@@ -236,7 +236,8 @@ class ExerciseCreateSchema(OpenApiSerializerExtension):
                 "type": "object",
                 "title": kind.name,
                 "properties": {
-                    "kind": {"type": "string", "enum": [kind.name]},
+                    # A pattern, not a one-value enum: the schema generator merges enums by field name.
+                    "kind": {"type": "string", "pattern": f"^{kind.name}$"},
                     "params": kind.params_json_schema(),
                 },
                 "required": ["kind"],
@@ -298,7 +299,8 @@ class ExerciseSerializer(serializers.Serializer):
 
 class SubmitSerializer(serializers.Serializer):
     answers = serializers.DictField(
-        child=serializers.JSONField(),
+        # null passes here so that it is reported per part, after the exercise is found.
+        child=serializers.JSONField(allow_null=True),
         allow_empty=True,
         help_text="Part name -> a number, a list of numbers, or a list of rows.",
     )
@@ -369,3 +371,17 @@ VALIDATION_ERROR_SCHEMA = {
     'by part: {"answers": {"scores": ["message"]}}.',
     "additionalProperties": ANY_JSON,
 }
+
+
+class PlaygroundRequestSchema(OpenApiSerializerExtension):
+    """Exactly one of the two forms: {Q, K, V} or {X, W_Q, W_K, W_V}."""
+
+    target_class = "exercises.serializers.PlaygroundRequestSerializer"
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        schema["oneOf"] = [
+            {"required": list(DIRECT), "not": {"anyOf": [{"required": [n]} for n in PROJECTED]}},
+            {"required": list(PROJECTED), "not": {"anyOf": [{"required": [n]} for n in DIRECT]}},
+        ]
+        return schema

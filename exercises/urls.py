@@ -1,13 +1,18 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from exercises import api
 
 urlpatterns = [
     path("exercises/kinds/", api.ExerciseKindListView.as_view(), name="exercise-kinds"),
     path("exercises/", api.ExerciseListCreateView.as_view(), name="exercise-list"),
-    path("exercises/<int:exercise_id>/", api.ExerciseDetailView.as_view(), name="exercise-detail"),
-    path(
-        "exercises/<int:exercise_id>/submit/",
+    # Any signed integer reaches the view, so an impossible id is a JSON 404, not an HTML page.
+    re_path(
+        r"^exercises/(?P<exercise_id>-?[0-9]+)/$",
+        api.ExerciseDetailView.as_view(),
+        name="exercise-detail",
+    ),
+    re_path(
+        r"^exercises/(?P<exercise_id>-?[0-9]+)/submit/$",
         api.ExerciseSubmitView.as_view(),
         name="exercise-submit",
     ),

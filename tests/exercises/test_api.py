@@ -330,3 +330,15 @@ def test_concurrent_submissions_never_exceed_the_attempts(learner, api):
     assert sorted(
         Attempt.objects.filter(exercise_id=ex["id"]).values_list("number", flat=True)
     ) == [1, 2, 3]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("pk", ["-1", "0", str(2**70)])
+def test_impossible_ids_are_json_404(api, pk):
+    r = api.get(f"/api/v1/exercises/{pk}/")
+    assert r.status_code == 404 and "detail" in r.json()
+
+
+@pytest.mark.django_db
+def test_null_answers_for_a_missing_exercise_are_404(api):
+    assert api.post(submit_url(424242), {"answers": {"x": None}}, format="json").status_code == 404
