@@ -163,7 +163,7 @@ def test_unknown_time_zone_counts_as_utc(deck, make_learner, caplog):
 
 
 def test_the_task_places_cards_as_of_now(deck, make_learner, time_machine):
-    time_machine.move_to(AT)
+    time_machine.move_to(AT, tick=False)
     learner = make_learner("Pacific/Kiritimati", 0, decks=[deck])
 
     assert tasks.schedule_new_cards(deck_id=deck.id) == 4
@@ -212,7 +212,7 @@ def test_a_card_created_by_staff_reaches_enrolled_learners_through_the_task(
     from cards.services import card_create
     from studyapp.celery import app
 
-    time_machine.move_to(AT)
+    time_machine.move_to(AT, tick=False)
     learner = make_learner(decks=[deck])
     schedule_new_cards(at=AT)
     app.conf.task_always_eager = True

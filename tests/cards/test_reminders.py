@@ -1,0 +1,416 @@
+"""Daily reminders: when they are due, exactly once per learner and study day, and recovery."""
+
+from __future__ import annotations
+
+import datetime as dt
+from smtplib import SMTPServerDisconnected
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.core import mail
+from django.core.mail.backends.base import BaseEmailBackend
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+import cards.admin_beat  # noqa: F401  (registers the Reminder admin)
+from cards import tasks
+from cards.models import Card, Enrollment, LearnerProfile, Reminder, ReviewState
+from cards.services.reminders import reminder_day, send_due_reminders
+
+MON = dt.date(2026, 3, 2)
+SUN = dt.date(2026, 3, 1)
+LONG_AGO = dt.date(2020, 1, 1)
+
+
+def utc(*args) -> dt.datetime:
+    return dt.datetime(*args, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def make_learner(db, django_user_model, deck):
+    counter = iter(range(1, 10_000))
+
+    def make(tz="UTC", day_starts_at=4, reminder_hour=9, *, due=2, email=None, reminders=True):
+        n = next(counter)
+        user = django_user_model.objects.create(
+            username=f"learner{n}", email=f"learner{n}@example.org" if email is None else email
+        )
+        LearnerProfile.objects.filter(user=user).update(
+            timezone=tz,
+            day_starts_at=day_starts_at,
+            reminder_hour=reminder_hour,
+            reminders=reminders,
+        )
+        Enrollment.objects.create(learner=user, deck=deck)
+        cards = list(deck.cards.order_by("id"))
+        ReviewState.objects.bulk_create(
+            [
+                ReviewState(
+                    learner=user,
+                    card=card,
+                    step=1,
+                    due_on=LONG_AGO if i < due else MON + dt.timedelta(days=30),
+                )
+                for i, card in enumerate(cards)
+            ]
+        )
+        return user
+
+    return make
+
+
+# --- when a reminder is due ----------------------------------------------------------------
+
+REMINDER_DAY = [
+    # (time zone, day start, reminder hour, instant, study day whose reminder is due or None)
+    ("UTC", 4, 9, utc(2026, 3, 2, 8, 59), None),
+    ("UTC", 4, 9, utc(2026, 3, 2, 9, 0), MON),
+    ("UTC", 4, 9, utc(2026, 3, 3, 3, 59), MON),  # still Monday's study day
+    ("UTC", 4, 4, utc(2026, 3, 2, 4, 0), MON),  # the hour the day starts
+    ("UTC", 4, 4, utc(2026, 3, 2, 3, 59), SUN),  # end of Sunday's study day
+    # Reminder hour before the day start: 02:00 of the next calendar date, same study day.
+    ("UTC", 4, 2, utc(2026, 3, 2, 4, 0), None),
+    ("UTC", 4, 2, utc(2026, 3, 2, 23, 59), None),
+    ("UTC", 4, 2, utc(2026, 3, 3, 1, 59), None),
+    ("UTC", 4, 2, utc(2026, 3, 3, 2, 0), MON),
+    ("UTC", 4, 2, utc(2026, 3, 3, 3, 59), MON),
+    # The extremes of the clock: UTC+14 and UTC-12, 26 hours apart.
+    ("Pacific/Kiritimati", 4, 9, utc(2026, 3, 1, 18, 59), None),
+    ("Pacific/Kiritimati", 4, 9, utc(2026, 3, 1, 19, 0), MON),
+    ("Etc/GMT+12", 4, 9, utc(2026, 3, 2, 20, 59), None),
+    ("Etc/GMT+12", 4, 9, utc(2026, 3, 2, 21, 0), MON),
+    ("Asia/Kolkata", 4, 9, utc(2026, 3, 2, 3, 30), MON),  # 09:00 IST
+    # New York springs forward at 02:00 on Sunday 8 March 2026: 02:00 never happens.
+    ("America/New_York", 0, 2, utc(2026, 3, 8, 6, 59), None),  # 01:59 EST
+    ("America/New_York", 0, 2, utc(2026, 3, 8, 7, 0), dt.date(2026, 3, 8)),  # 03:00 EDT
+    # Berlin falls back at 03:00 on Sunday 25 October 2026: 02:00 happens twice.
+    ("Europe/Berlin", 0, 2, utc(2026, 10, 24, 23, 59), None),  # 01:59 CEST
+    ("Europe/Berlin", 0, 2, utc(2026, 10, 25, 0, 0), dt.date(2026, 10, 25)),  # 02:00 CEST
+    ("Europe/Berlin", 0, 2, utc(2026, 10, 25, 1, 0), dt.date(2026, 10, 25)),  # 02:00 CET
+]
+
+
+@pytest.mark.parametrize(("tz", "day_starts_at", "hour", "at", "expected"), REMINDER_DAY)
+def test_reminder_day(tz, day_starts_at, hour, at, expected):
+    assert reminder_day(at, tz, day_starts_at, hour) == expected
+
+
+# --- one pass ------------------------------------------------------------------------------
+
+
+def test_a_due_learner_gets_one_email_with_the_count_and_the_review_link(make_learner, settings):
+    settings.SITE_URL = "https://study.example.org"
+    learner = make_learner(due=3)
+
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 0)) == 1
+
+    [message] = mail.outbox
+    assert message.to == [learner.email]
+    assert message.subject == "3 cards due for review today"
+    assert "You have 3 cards due for review on Monday 2 March 2026" in message.body
+    assert "https://study.example.org/review/" in message.body
+    reminder = Reminder.objects.get(learner=learner)
+    assert (reminder.study_day, reminder.due_count) == (MON, 3)
+    assert reminder.sent_at is not None
+
+
+def test_a_rerun_the_same_day_sends_nothing_and_the_next_day_sends_again(make_learner):
+    learner = make_learner(due=1)
+
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 0)) == 1
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 15)) == 0
+    assert send_due_reminders(at=utc(2026, 3, 3, 3, 45)) == 0
+    assert send_due_reminders(at=utc(2026, 3, 3, 9, 0)) == 1
+
+    assert len(mail.outbox) == 2
+    assert list(
+        Reminder.objects.filter(learner=learner)
+        .order_by("study_day")
+        .values_list("study_day", flat=True)
+    ) == [MON, dt.date(2026, 3, 3)]
+
+
+def test_singular_subject(make_learner):
+    make_learner(due=1)
+    send_due_reminders(at=utc(2026, 3, 2, 9, 0))
+    assert mail.outbox[0].subject == "1 card due for review today"
+
+
+def test_not_before_the_local_reminder_hour(make_learner):
+    make_learner("Europe/Berlin", 4, 18)
+
+    assert send_due_reminders(at=utc(2026, 3, 2, 16, 59)) == 0  # 17:59 CET
+    assert send_due_reminders(at=utc(2026, 3, 2, 17, 0)) == 1  # 18:00 CET
+
+
+@pytest.mark.parametrize(
+    "why",
+    ["reminders off", "no email", "nothing due", "due card inactive", "deck left", "inactive"],
+)
+def test_who_gets_no_reminder(make_learner, deck, why):
+    learner = make_learner(
+        due=0 if why == "nothing due" else 1,
+        email="" if why == "no email" else None,
+        reminders=why != "reminders off",
+    )
+    due_card = deck.cards.order_by("id").first()
+    if why == "due card inactive":
+        Card.objects.filter(pk=due_card.pk).update(is_active=False)
+    if why == "deck left":
+        Enrollment.objects.filter(learner=learner).delete()
+    if why == "inactive":
+        type(learner).objects.filter(pk=learner.pk).update(is_active=False)
+
+    assert send_due_reminders(at=utc(2026, 3, 2, 12, 0)) == 0
+    assert mail.outbox == []
+    assert not Reminder.objects.exists()
+
+
+def test_due_count_counts_only_active_cards_of_enrolled_decks(make_learner, deck, other_deck):
+    learner = make_learner(due=3)
+    Card.objects.filter(pk=deck.cards.order_by("id").first().pk).update(is_active=False)
+    ReviewState.objects.create(
+        learner=learner, card=other_deck.cards.get(), step=0, due_on=LONG_AGO
+    )  # a deck the learner is not enrolled in
+
+    send_due_reminders(at=utc(2026, 3, 2, 9, 0))
+
+    assert Reminder.objects.get(learner=learner).due_count == 2
+
+
+def test_cards_falling_due_today_count_and_tomorrows_do_not(make_learner, deck):
+    learner = make_learner(due=0)
+    first, second, *_ = deck.cards.order_by("id")
+    ReviewState.objects.filter(learner=learner, card=first).update(due_on=MON)
+    ReviewState.objects.filter(learner=learner, card=second).update(due_on=MON + dt.timedelta(1))
+
+    send_due_reminders(at=utc(2026, 3, 2, 9, 0))
+
+    assert Reminder.objects.get(learner=learner).due_count == 1
+
+
+def test_batches_cover_every_learner_with_statements_per_batch(make_learner):
+    learners = [make_learner() for _ in range(5)]
+
+    with CaptureQueriesContext(connection) as queries:
+        assert send_due_reminders(at=utc(2026, 3, 2, 9, 0), batch_size=2) == 5
+
+    assert sorted(m.to[0] for m in mail.outbox) == sorted(u.email for u in learners)
+    claims = [q for q in queries if q["sql"].lstrip().upper().startswith("INSERT")]
+    stamps = [q for q in queries if 'SET "sent_at"' in q["sql"]]
+    assert len(claims) == 3  # ranges of 2, 2 and the rest
+    assert len(stamps) == 5
+    # groups + reclaim + 3 range bounds + 3 claims + 3 user reads + 5 stamps
+    assert len(queries) == 1 + 1 + 3 + 3 + 3 + 5
+
+
+# --- crashes and retries -------------------------------------------------------------------
+
+
+class RefusingBackend(BaseEmailBackend):
+    def send_messages(self, email_messages):
+        raise SMTPServerDisconnected("Connection unexpectedly closed")
+
+
+def test_a_failed_send_stays_claimed_and_is_retried_after_the_delay(make_learner, settings):
+    learner = make_learner()
+    settings.EMAIL_BACKEND = f"{__name__}.RefusingBackend"
+
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 0)) == 0
+    claim = Reminder.objects.get(learner=learner)
+    assert claim.sent_at is None
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    retry_after = dt.timedelta(minutes=10)
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 5), retry_after=retry_after) == 0
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 15), retry_after=retry_after) == 1
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 30), retry_after=retry_after) == 0
+    assert len(mail.outbox) == 1
+    assert Reminder.objects.get(learner=learner).sent_at is not None
+
+
+def test_a_claim_orphaned_by_a_dead_worker_is_sent_once_by_the_next_passes(make_learner):
+    learner = make_learner()
+    # What a worker killed between claiming and sending leaves behind.
+    orphan = Reminder.objects.create(learner=learner, study_day=MON, due_count=2)
+    Reminder.objects.filter(pk=orphan.pk).update(created_at=utc(2026, 3, 2, 9, 0))
+
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 5)) == 0  # the claim may still be live
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 15)) == 1
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 30)) == 0
+    assert len(mail.outbox) == 1
+
+
+def test_an_orphaned_claim_of_a_past_study_day_is_not_sent(make_learner):
+    learner = make_learner()
+    Reminder.objects.create(learner=learner, study_day=SUN, due_count=2)
+    Reminder.objects.filter(learner=learner).update(created_at=utc(2026, 3, 1, 9, 0))
+
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 0)) == 1  # Monday's own reminder only
+
+    assert [m.to for m in mail.outbox] == [[learner.email]]
+    assert Reminder.objects.get(learner=learner, study_day=SUN).sent_at is None
+
+
+def test_only_one_of_two_passes_takes_over_an_orphaned_claim(make_learner):
+    from cards.services import reminders
+
+    learner = make_learner()
+    Reminder.objects.create(learner=learner, study_day=MON, due_count=2)
+    Reminder.objects.filter(learner=learner).update(created_at=utc(2026, 3, 2, 9, 0))
+    at = utc(2026, 3, 2, 9, 30)
+    table, params = reminders.groups_table(
+        reminders.due_groups(at=at), ("tz", "day_start", "hour", "study_day")
+    )
+    retry_after = dt.timedelta(minutes=10)
+
+    first = reminders._reclaim_stale(
+        table=table, table_params=params, at=at, retry_after=retry_after
+    )
+    second = reminders._reclaim_stale(
+        table=table, table_params=params, at=at, retry_after=retry_after
+    )
+
+    assert [c.learner_id for c in first] == [learner.id]
+    assert second == []
+
+
+def test_the_task_uses_the_clock_and_the_retry_delay_it_is_given(make_learner, time_machine):
+    learner = make_learner()
+    Reminder.objects.create(learner=learner, study_day=MON, due_count=2)
+    Reminder.objects.filter(learner=learner).update(created_at=utc(2026, 3, 2, 9, 0))
+
+    time_machine.move_to(utc(2026, 3, 2, 9, 1), tick=False)
+    assert tasks.send_due_reminders() == 0
+    assert tasks.send_due_reminders(retry_after_seconds=30) == 1
+
+
+# --- time zones and DST, pass every 15 minutes over 48 hours --------------------------------
+
+LEARNERS = [
+    # (time zone, day start, reminder hour)
+    ("Etc/GMT+12", 4, 9),  # UTC-12
+    ("Pacific/Kiritimati", 4, 9),  # UTC+14
+    ("Pacific/Kiritimati", 4, 2),  # reminder before the day start
+    ("Asia/Kolkata", 4, 9),  # half-hour offset
+    ("UTC", 4, 23),
+    ("UTC", 0, 0),
+    ("America/New_York", 0, 2),  # 02:00 is skipped in spring
+    ("America/New_York", 4, 1),  # 01:00 happens twice in autumn
+    ("America/New_York", 4, 3),
+    ("Europe/Berlin", 0, 2),  # 02:00 skipped in spring, repeated in autumn
+    ("Europe/Berlin", 4, 2),  # before the day start, in the skipped hour
+    ("Europe/Berlin", 5, 9),
+]
+
+DST_WINDOWS = {
+    "new-york-spring-forward": utc(2026, 3, 7, 12, 0),  # 2026-03-08 02:00 -> 03:00
+    "berlin-spring-forward": utc(2026, 3, 28, 12, 0),  # 2026-03-29 02:00 -> 03:00
+    "berlin-fall-back": utc(2026, 10, 24, 12, 0),  # 2026-10-25 03:00 -> 02:00
+    "new-york-fall-back": utc(2026, 10, 31, 12, 0),  # 2026-11-01 02:00 -> 01:00
+}
+
+
+def expected_sends(ticks, tz, day_starts_at, hour):
+    """Reference: study day -> first tick inside it at or after its reminder instant.
+
+    The instant is local ``hour`` o'clock on the day's own date (or on the next date
+    when the hour comes before the day start), a skipped wall time read with the
+    offset before the change, i.e. the first instant after the gap.
+    """
+    zone = ZoneInfo(tz)
+    sends = {}
+    for tick in ticks:
+        day = (
+            tick.astimezone(zone).replace(tzinfo=None) - dt.timedelta(hours=day_starts_at)
+        ).date()
+        date = day + dt.timedelta(days=1 if hour < day_starts_at else 0)
+        instant = dt.datetime.combine(date, dt.time(hour), tzinfo=zone)
+        if day not in sends and tick >= instant:
+            sends[day] = tick
+    return sends
+
+
+@pytest.mark.parametrize("start", DST_WINDOWS.values(), ids=DST_WINDOWS.keys())
+def test_every_learner_gets_one_reminder_per_study_day_after_their_local_hour(
+    make_learner, time_machine, start
+):
+    learners = {make_learner(*spec).id: spec for spec in LEARNERS}
+    ticks = [start + dt.timedelta(minutes=15 * i) for i in range(48 * 4)]
+
+    for tick in ticks:
+        time_machine.move_to(tick, tick=False)
+        tasks.send_due_reminders()
+
+    reminders = list(Reminder.objects.all())
+    assert all(r.sent_at is not None for r in reminders)
+    assert len(mail.outbox) == len(reminders)
+    for learner_id, (tz, day_starts_at, hour) in learners.items():
+        sent = {r.study_day: r.sent_at for r in reminders if r.learner_id == learner_id}
+        expected = expected_sends(ticks, tz, day_starts_at, hour)
+        assert sent == expected, (tz, day_starts_at, hour)
+        assert len(expected) >= 2  # 48 hours hold at least two reminder instants
+        zone = ZoneInfo(tz)
+        for day, at in sent.items():
+            local = at.astimezone(zone)
+            # Sent on the learner's own study day, at or after the hour on the clock.
+            assert (local.replace(tzinfo=None) - dt.timedelta(hours=day_starts_at)).date() == day
+            expected_date = day + dt.timedelta(days=1 if hour < day_starts_at else 0)
+            assert (local.date(), local.hour) >= (expected_date, hour)
+    # One e-mail per (learner, study day): the unique claims were each sent once.
+    assert len({(r.learner_id, r.study_day) for r in reminders}) == len(reminders)
+
+
+def test_new_york_spring_forward_sends_at_the_first_pass_after_the_gap(make_learner, time_machine):
+    make_learner("America/New_York", 0, 2)
+    for minutes in range(0, 6 * 60, 15):  # from local midnight
+        time_machine.move_to(utc(2026, 3, 8, 5, 0) + dt.timedelta(minutes=minutes), tick=False)
+        tasks.send_due_reminders()
+
+    [reminder] = Reminder.objects.all()
+    assert reminder.study_day == dt.date(2026, 3, 8)
+    assert reminder.sent_at == utc(2026, 3, 8, 7, 0)  # 03:00 EDT, the first pass after 01:59 EST
+
+
+def test_berlin_fall_back_sends_on_the_first_two_oclock_only(make_learner, time_machine):
+    make_learner("Europe/Berlin", 0, 2)
+    for minutes in range(0, 6 * 60, 15):
+        time_machine.move_to(utc(2026, 10, 24, 22, 0) + dt.timedelta(minutes=minutes), tick=False)
+        tasks.send_due_reminders()
+
+    [reminder] = Reminder.objects.all()
+    assert reminder.sent_at == utc(2026, 10, 25, 0, 0)  # 02:00 CEST; 02:00 CET sends nothing
+    assert len(mail.outbox) == 1
+
+
+# --- admin -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def admin_client_for(django_user_model, client):
+    admin = django_user_model.objects.create(username="root", is_staff=True, is_superuser=True)
+    client.force_login(admin)
+    return client
+
+
+def test_admin_lists_reminders_read_only(make_learner, admin_client_for):
+    learner = make_learner()
+    other = make_learner()
+    send_due_reminders(at=utc(2026, 3, 2, 9, 0))
+
+    listing = admin_client_for.get("/admin/cards/reminder/", {"q": learner.username})
+    assert listing.status_code == 200
+    assert learner.username in listing.content.decode()
+    assert other.username not in listing.content.decode()
+    pending = admin_client_for.get("/admin/cards/reminder/", {"delivery": "pending"})
+    assert pending.status_code == 200 and learner.username not in pending.content.decode()
+
+    reminder = Reminder.objects.get(learner=learner)
+    assert admin_client_for.get("/admin/cards/reminder/add/").status_code == 403
+    delete = admin_client_for.post(f"/admin/cards/reminder/{reminder.pk}/delete/", {"post": "yes"})
+    assert delete.status_code == 403
+    change = admin_client_for.post(
+        f"/admin/cards/reminder/{reminder.pk}/change/", {"due_count": 99}
+    )
+    assert change.status_code == 403
+    assert Reminder.objects.get(pk=reminder.pk).due_count == 2
