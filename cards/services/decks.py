@@ -14,13 +14,11 @@ ReviewState. A card's position in the deck is its index in ``cards``.
 
 from __future__ import annotations
 
-import html
 import importlib
 import json
 import logging
 import os
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -33,7 +31,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from cards.models import Card, Deck, Enrollment, Tag
-from cards.rendering import render_markdown
+from cards.rendering import _MATH, _math_html  # the renderer's own math delimiters
 from exercises.kinds import KINDS, ParamError, UnknownKindError, get_kind
 
 logger = logging.getLogger(__name__)
@@ -53,7 +51,6 @@ _TOP_FIELDS = {"format", "deck", "cards"}
 _DECK_FIELDS = {"slug", "title", "description"}
 _CARD_FIELDS = {"key", "kind", "prompt", "answer", "tags", "exercise", "active"}
 _EXERCISE_FIELDS = {"kind", "params"}
-_MATH_ERROR = re.compile(r'<code class="math-error">(.*?)</code>', re.S)
 
 
 class DeckFileError(ValueError):
@@ -174,11 +171,22 @@ def _is_slug(value: str) -> bool:
     return True
 
 
-def _math_problem(text: str) -> str | None:
+def _math_problem(text: str, cache: dict[tuple[str, bool], bool]) -> str | None:
+    """The first formula in ``text`` that the renderer cannot convert, if any.
+
+    Only the formulas are converted (with the renderer's own delimiters and converter):
+    a full Markdown render per card would dominate the import of a large file.
+    """
     if "$" not in text:
         return None
-    found = _MATH_ERROR.search(render_markdown(text))
-    return html.unescape(found.group(1)) if found else None
+    for match in _MATH.finditer(text):
+        display = match.group(1) is not None
+        tex = match.group(1) if display else match.group(2)
+        if (tex, display) not in cache:
+            cache[(tex, display)] = "math-error" in _math_html(tex, display)
+        if cache[(tex, display)]:
+            return tex
+    return None
 
 
 def _derived_key(prompt: str, taken: set[str]) -> str:
@@ -193,7 +201,9 @@ def _derived_key(prompt: str, taken: set[str]) -> str:
 def _exercise_error(spec: Any, where: str) -> list[str]:
     if not isinstance(spec, Mapping):
         return [f"{where}: expected a mapping {{kind, params}}, got {_type_name(spec)}"]
-    errors = [f"{where}.{name}: unknown field" for name in sorted(set(spec) - _EXERCISE_FIELDS, key=str)]
+    errors = [
+        f"{where}.{name}: unknown field" for name in sorted(set(spec) - _EXERCISE_FIELDS, key=str)
+    ]
     kind = spec.get("kind")
     params = spec.get("params", {})
     if params is None:
@@ -220,9 +230,17 @@ def _exercise_error(spec: Any, where: str) -> list[str]:
     return errors
 
 
-def deck_validate(data: Any) -> DeckSpec:
-    """Check a whole parsed document; raise ``DeckFileError`` listing every problem."""
+def deck_validate(
+    data: Any, *, stored_texts: Callable[[str], Collection[str]] | None = None
+) -> DeckSpec:
+    """Check a whole parsed document; raise ``DeckFileError`` listing every problem.
+
+    Converting formulas is the one costly check. When the rest of the file is sound,
+    ``stored_texts(slug)`` may name texts the deck already holds; those skip it, so
+    re-importing a large deck stays fast.
+    """
     errors: list[str] = []
+    by_entry: dict[int, list[str]] = {}
     if not isinstance(data, Mapping):
         raise DeckFileError([f"expected a mapping with format, deck and cards, got {_type_name(data)}"])  # fmt: skip
     errors += [f"{name}: unknown field" for name in sorted(set(data) - _TOP_FIELDS, key=str)]
@@ -264,20 +282,24 @@ def deck_validate(data: Any) -> DeckSpec:
             continue
         where = f"cards[{index}].key"
         if not isinstance(key, str) or not _is_slug(key) or len(key) > KEY_MAX:
-            errors.append(f"{where}: expected a slug (letters, digits, '-', '_'; at most {KEY_MAX}), got {key!r}")  # fmt: skip
+            by_entry.setdefault(index, []).append(f"{where}: expected a slug (letters, digits, '-', '_'; at most {KEY_MAX}), got {key!r}")  # fmt: skip
         elif key in seen_keys:
-            errors.append(f"{where}: {key!r} is already the key of cards[{seen_keys[key]}]")
+            by_entry.setdefault(index, []).append(
+                f"{where}: {key!r} is already the key of cards[{seen_keys[key]}]"
+            )
         else:
             seen_keys[key] = index
     taken = set(seen_keys)
 
     cards: list[CardSpec] = []
+    formulas: list[tuple[int, str, str]] = []  # (entry, field, text) still to convert
     for index, entry in enumerate(entries):
         at = f"cards[{index}]"
+        entry_errors = by_entry.setdefault(index, [])
         if not isinstance(entry, Mapping):
-            errors.append(f"{at}: expected a mapping, got {_type_name(entry)}")
+            entry_errors.append(f"{at}: expected a mapping, got {_type_name(entry)}")
             continue
-        entry_errors = [f"{at}.{name}: unknown field" for name in sorted(set(entry) - _CARD_FIELDS, key=str)]  # fmt: skip
+        entry_errors += [f"{at}.{name}: unknown field" for name in sorted(set(entry) - _CARD_FIELDS, key=str)]  # fmt: skip
 
         kind = entry.get("kind")
         if kind not in CARD_KINDS:
@@ -294,9 +316,8 @@ def deck_validate(data: Any) -> DeckSpec:
             if len(value) > MAX_TEXT_CHARS:
                 entry_errors.append(f"{at}.{name}: expected at most {MAX_TEXT_CHARS} characters, got {len(value)}")  # fmt: skip
                 continue
-            bad_math = _math_problem(value)
-            if bad_math is not None:
-                entry_errors.append(f"{at}.{name}: math does not render: {bad_math!r}")
+            if "$" in value:
+                formulas.append((index, name, value))
             texts[name] = value
         if "prompt" in texts and not texts["prompt"].strip():
             entry_errors.append(f"{at}.prompt: expected Markdown text, got an empty string")
@@ -330,7 +351,6 @@ def deck_validate(data: Any) -> DeckSpec:
             entry_errors.append(f"{at}.active: expected true or false, got {active!r}")
 
         if entry_errors:
-            errors += entry_errors
             continue
         key = entry.get("key") or ""
         key_given = bool(key)
@@ -354,12 +374,32 @@ def deck_validate(data: Any) -> DeckSpec:
             )
         )
 
+    sound = not errors and not any(by_entry.values())
+    accepted = stored_texts(slug) if sound and stored_texts is not None else ()
+    cache: dict[tuple[str, bool], bool] = {}
+    for index, name, text in formulas:
+        if text not in accepted:
+            bad = _math_problem(text, cache)
+            if bad is not None:
+                by_entry[index].append(f"cards[{index}].{name}: math does not render: ${bad}$")
+    for index in sorted(by_entry):
+        errors += by_entry[index]
+
     if errors:
         raise DeckFileError(errors)
     return DeckSpec(slug=slug, title=title.strip(), description=description, cards=cards)
 
 
 # --- Import -----------------------------------------------------------------------
+
+
+def _stored_texts(slug: str) -> set[str]:
+    """Prompts and answers the deck already holds (none for a new deck)."""
+    texts: set[str] = set()
+    for prompt, answer in Card.objects.filter(deck__slug=slug).values_list("prompt", "answer"):
+        texts.add(prompt)
+        texts.add(answer)
+    return texts
 
 
 def _schedule_new_cards(deck_id: int) -> str:
@@ -401,7 +441,7 @@ def deck_import(
     """
     if not isinstance(data, Mapping):
         data = deck_load(data, name=name)
-    spec = deck_validate(data)
+    spec = deck_validate(data, stored_texts=_stored_texts)
     now = timezone.now()
 
     with transaction.atomic():
