@@ -21,11 +21,12 @@ Exactly once
     A pass claims reminders by inserting the unique ``Reminder(learner,
     study_day)`` rows first (``INSERT ... SELECT ... ON CONFLICT DO NOTHING
     RETURNING``): only the rows this statement inserted come back, so two passes
-    (a redelivered task, a second beat) never claim the same learner. It then
-    sends each claimed reminder and stamps ``sent_at`` right after. A claim left
-    unsent by a crash (``sent_at`` NULL) is taken over after ``retry_after`` by a
-    conditional ``UPDATE`` that re-stamps the claim time, which only one pass can
-    win. ``created_at`` of an unsent row is therefore the time of its latest claim.
+    (a redelivered task, a second beat) never claim the same learner. ``created_at``
+    of an unsent row is the time of its latest claim, a lease: just before each
+    send the pass renews it with a compare-and-set on the value it wrote (and skips
+    the row if the value changed), then stamps ``sent_at`` right after the send.
+    A claim left unsent by a crash (``sent_at`` NULL) is taken over once its lease
+    is ``retry_after`` old, by a conditional ``UPDATE`` only one pass can win.
     A crash between handing a message to the mail server and stamping ``sent_at``
     sends that one reminder twice; nothing can close that gap with SMTP.
 """
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -42,7 +44,6 @@ from django.core.mail import EmailMessage, get_connection
 from django.db import connection
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone
 
 from ..models import LearnerProfile, Reminder
 from .scheduling import groups_table, id_ranges, zone_or_utc
@@ -198,8 +199,13 @@ def reminder_message(*, learner, claim: Claim, mail_connection=None) -> EmailMes
     )
 
 
-def _deliver(claims: list[Claim]) -> int:
-    """Send each claimed reminder and stamp it; a failed send stays claimed for a retry."""
+def _deliver(claims: list[Claim], *, lease: dt.datetime, clock) -> int:
+    """Send each claimed reminder and stamp it; a failed send stays claimed for a retry.
+
+    ``lease`` is the claim time this pass wrote. Before each send the claim is
+    renewed with a compare-and-set on it, so a row another pass has taken over in
+    the meantime is skipped, and a long batch never looks abandoned.
+    """
     if not claims:
         return 0
     users = get_user_model().objects.in_bulk([c.learner_id for c in claims])
@@ -207,7 +213,11 @@ def _deliver(claims: list[Claim]) -> int:
     with get_connection() as mail:
         for claim in claims:
             learner = users.get(claim.learner_id)
-            if learner is None:  # deleted since the claim; the row went with it
+            renewed = clock()
+            still_ours = Reminder.objects.filter(
+                pk=claim.reminder_id, sent_at__isnull=True, created_at=lease
+            ).update(created_at=renewed)
+            if learner is None or not still_ours:
                 continue
             try:
                 reminder_message(learner=learner, claim=claim, mail_connection=mail).send()
@@ -220,7 +230,7 @@ def _deliver(claims: list[Claim]) -> int:
                 continue
             # Stamped one by one: a crash mid-batch then resends at most one message.
             Reminder.objects.filter(pk=claim.reminder_id, sent_at__isnull=True).update(
-                sent_at=timezone.now()
+                sent_at=clock()
             )
             sent += 1
     return sent
@@ -240,19 +250,28 @@ def send_due_reminders(
     groups = due_groups(at=at)
     if not groups:
         return 0
+    started = time.monotonic()
+
+    def clock() -> dt.datetime:
+        # The pass's own time line: ``at`` plus the time spent so far.
+        return at + dt.timedelta(seconds=time.monotonic() - started)
+
     sent = 0
     for start in range(0, len(groups), GROUPS_PER_STATEMENT):
         table, table_params = groups_table(
             groups[start : start + GROUPS_PER_STATEMENT], ("tz", "day_start", "hour", "study_day")
         )
-        sent += _deliver(
-            _reclaim_stale(table=table, table_params=table_params, at=at, retry_after=retry_after)
+        lease = clock()
+        stale = _reclaim_stale(
+            table=table, table_params=table_params, at=lease, retry_after=retry_after
         )
+        sent += _deliver(stale, lease=lease, clock=clock)
         for after, up_to in id_ranges(_recipients(), "user_id", batch_size):
+            lease = clock()
             claims = _claim_new(
-                table=table, table_params=table_params, at=at, after=after, up_to=up_to
+                table=table, table_params=table_params, at=lease, after=after, up_to=up_to
             )
-            sent += _deliver(claims)
+            sent += _deliver(claims, lease=lease, clock=clock)
     if sent:
         logger.info("Sent %d review reminders", sent)
     return sent

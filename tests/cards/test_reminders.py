@@ -200,8 +200,8 @@ def test_batches_cover_every_learner_with_statements_per_batch(make_learner):
     stamps = [q for q in queries if 'SET "sent_at"' in q["sql"]]
     assert len(claims) == 3  # ranges of 2, 2 and the rest
     assert len(stamps) == 5
-    # groups + reclaim + 3 range bounds + 3 claims + 3 user reads + 5 stamps
-    assert len(queries) == 1 + 1 + 3 + 3 + 3 + 5
+    # groups + reclaim + 3 range bounds + 3 claims + 3 user reads + 5 renewals + 5 stamps
+    assert len(queries) == 1 + 1 + 3 + 3 + 3 + 5 + 5
 
 
 # --- crashes and retries -------------------------------------------------------------------
@@ -275,6 +275,23 @@ def test_only_one_of_two_passes_takes_over_an_orphaned_claim(make_learner):
     assert second == []
 
 
+def test_a_pass_skips_a_claim_another_pass_took_over_before_its_send(make_learner):
+    from cards.services import reminders
+
+    learner = make_learner()
+    first_lease = utc(2026, 3, 2, 9, 0)
+    row = Reminder.objects.create(learner=learner, study_day=MON, due_count=2)
+    # A second pass re-stamped the claim: the first pass no longer holds it.
+    Reminder.objects.filter(pk=row.pk).update(created_at=utc(2026, 3, 2, 9, 20))
+    claim = reminders.Claim(reminder_id=row.pk, learner_id=learner.pk, study_day=MON, due_count=2)
+
+    sent = reminders._deliver([claim], lease=first_lease, clock=lambda: utc(2026, 3, 2, 9, 21))
+
+    assert sent == 0
+    assert mail.outbox == []
+    assert Reminder.objects.get(pk=row.pk).sent_at is None
+
+
 def test_the_task_uses_the_clock_and_the_retry_delay_it_is_given(make_learner, time_machine):
     learner = make_learner()
     Reminder.objects.create(learner=learner, study_day=MON, due_count=2)
@@ -309,6 +326,11 @@ DST_WINDOWS = {
     "berlin-fall-back": utc(2026, 10, 24, 12, 0),  # 2026-10-25 03:00 -> 02:00
     "new-york-fall-back": utc(2026, 10, 31, 12, 0),  # 2026-11-01 02:00 -> 01:00
 }
+
+
+def to_minute(at: dt.datetime) -> dt.datetime:
+    # sent_at is the pass's instant plus the milliseconds the pass took.
+    return at.replace(second=0, microsecond=0)
 
 
 def expected_sends(ticks, tz, day_starts_at, hour):
@@ -346,7 +368,7 @@ def test_every_learner_gets_one_reminder_per_study_day_after_their_local_hour(
     assert all(r.sent_at is not None for r in reminders)
     assert len(mail.outbox) == len(reminders)
     for learner_id, (tz, day_starts_at, hour) in learners.items():
-        sent = {r.study_day: r.sent_at for r in reminders if r.learner_id == learner_id}
+        sent = {r.study_day: to_minute(r.sent_at) for r in reminders if r.learner_id == learner_id}
         expected = expected_sends(ticks, tz, day_starts_at, hour)
         assert sent == expected, (tz, day_starts_at, hour)
         assert len(expected) >= 2  # 48 hours hold at least two reminder instants
@@ -369,7 +391,9 @@ def test_new_york_spring_forward_sends_at_the_first_pass_after_the_gap(make_lear
 
     [reminder] = Reminder.objects.all()
     assert reminder.study_day == dt.date(2026, 3, 8)
-    assert reminder.sent_at == utc(2026, 3, 8, 7, 0)  # 03:00 EDT, the first pass after 01:59 EST
+    assert to_minute(reminder.sent_at) == utc(
+        2026, 3, 8, 7, 0
+    )  # 03:00 EDT, the first pass after 01:59 EST
 
 
 def test_berlin_fall_back_sends_on_the_first_two_oclock_only(make_learner, time_machine):
@@ -379,7 +403,9 @@ def test_berlin_fall_back_sends_on_the_first_two_oclock_only(make_learner, time_
         tasks.send_due_reminders()
 
     [reminder] = Reminder.objects.all()
-    assert reminder.sent_at == utc(2026, 10, 25, 0, 0)  # 02:00 CEST; 02:00 CET sends nothing
+    assert to_minute(reminder.sent_at) == utc(
+        2026, 10, 25, 0, 0
+    )  # 02:00 CEST; 02:00 CET sends nothing
     assert len(mail.outbox) == 1
 
 
