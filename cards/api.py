@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 from django.contrib.auth import authenticate
 from django.db.models import Q
@@ -15,8 +16,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from exercises.api import ExerciseSubmitView
+
 from . import selectors, services
-from .models import Card, Tag
+from .models import Card, ReviewLog, Tag
 from .pagination import StrictPageNumberPagination
 from .serializers import (
     CardSerializer,
@@ -40,25 +43,27 @@ DETAIL = OpenApiResponse(
     response={"type": "object", "properties": {"detail": {"type": "string"}}},
     description="An error with a message.",
 )
+IDEMPOTENCY_KEY_RE = re.compile(r"^[!-~]{1,255}$")
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
-    OpenApiTypes.STR,
+    {"type": "string", "pattern": IDEMPOTENCY_KEY_RE.pattern, "maxLength": 255},
     OpenApiParameter.HEADER,
     required=False,
     description=(
-        "Any unique string up to 255 characters. The same key with the same body "
+        "Any unique string of up to 255 visible ASCII characters. The same key with the same body "
         "answers the first response again for 24 hours; with a different body, 422."
     ),
 )
 
 
-def _positive_int(request, name: str) -> int | None:
+def _int_param(request, name: str) -> int | None:
     raw = request.query_params.get(name)
     if raw is None:
         return None
-    if not raw.isdigit() or not 1 <= int(raw) <= 2**63 - 1:
-        raise ValidationError({name: [f"Expected a positive integer id, got {raw!r}."]})
-    return int(raw)
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValidationError({name: [f"Expected an integer id, got {raw!r}."]}) from None
 
 
 # --- Accounts --------------------------------------------------------------------
@@ -203,7 +208,8 @@ class CardViewSet(viewsets.ModelViewSet):
         params = self.request.query_params
         if deck := params.get("deck"):
             cards = cards.filter(deck__slug=deck)
-        if kind := params.get("kind"):
+        if "kind" in params:
+            kind = params["kind"]
             if kind not in Card.Kind.values:
                 raise ValidationError(
                     {"kind": [f"Expected one of {', '.join(Card.Kind.values)}; got {kind!r}."]}
@@ -232,9 +238,13 @@ class DueView(APIView):
     @extend_schema(
         tags=["reviews"],
         parameters=[
-            OpenApiParameter("page", OpenApiTypes.INT, description="Page number (from 1)."),
             OpenApiParameter(
-                "page_size", OpenApiTypes.INT, description="Items per page, 1 to 100 (default 20)."
+                "page", {"type": "integer", "minimum": 1}, description="Page number (from 1)."
+            ),
+            OpenApiParameter(
+                "page_size",
+                {"type": "integer", "minimum": 1, "maximum": 100},
+                description="Items per page, 1 to 100 (default 20).",
             ),
         ],
         responses={200: DueQueueSerializer},
@@ -248,10 +258,12 @@ class DueView(APIView):
         )
         exercises = _bound_exercises(request, page, today)
         ladder_days = _ladder()
+        # One serializer pass for the page's cards, not one per item.
+        cards = CardSerializer([state.card for state in page], many=True).data
         results = []
-        for state in page:
+        for state, card in zip(page, cards, strict=True):
             item = {
-                "card": CardSerializer(state.card).data,
+                "card": card,
                 "step": state.step,
                 "interval_days": ladder_days[state.step],
                 "due_on": state.due_on,
@@ -282,9 +294,7 @@ def _bound_exercises(request, page, today) -> dict:
         return {}
     from exercises.serializers import ExerciseSerializer
 
-    from .services.exercise_reviews import exercises_for_review
-
-    bound = exercises_for_review(learner=request.user, states=exercise_states, today=today)
+    bound = services.exercises_for_review(learner=request.user, states=exercise_states, today=today)
     return {card_id: ExerciseSerializer(ex).data for card_id, ex in bound.items()}
 
 
@@ -292,9 +302,10 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = ReviewSerializer
 
     def get_queryset(self):
-        return selectors.review_history(
-            learner=self.request.user, card_id=_positive_int(self.request, "card")
-        )
+        card_id = _int_param(self.request, "card")
+        if card_id is not None and not 1 <= card_id <= 2**63 - 1:
+            return ReviewLog.objects.none()  # no card has such an id
+        return selectors.review_history(learner=self.request.user, card_id=card_id)
 
     @extend_schema(
         tags=["reviews"],
@@ -312,6 +323,7 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         parameters=[IDEMPOTENCY_HEADER],
         responses={
             201: ReviewSerializer,
+            404: OpenApiResponse(DETAIL.response, description="No such card on your ladder."),
             409: OpenApiResponse(
                 NotDueSerializer,
                 description="Not due yet (with its due date), or the same Idempotency-Key is in flight.",
@@ -322,9 +334,9 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     )
     def create(self, request):
         key = request.headers.get("Idempotency-Key", "")
-        if len(key) > 255 or (key and not key.isprintable()):
+        if "Idempotency-Key" in request.headers and not IDEMPOTENCY_KEY_RE.match(key):
             raise ValidationError(
-                {"Idempotency-Key": ["Expected at most 255 printable characters."]}
+                {"Idempotency-Key": ["Expected 1 to 255 visible ASCII characters (no spaces)."]}
             )
         data = ReviewCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -395,4 +407,13 @@ class StatsView(APIView):
         today = selectors.learner_today(learner=request.user, at=timezone.now())
         return Response(
             StatsSerializer(selectors.learner_stats(learner=request.user, today=today)).data
+        )
+
+
+class ExerciseReviewSubmitView(ExerciseSubmitView):
+    """Submitting an exercise; the first answer to one bound to a review records it."""
+
+    def attempt(self, request, exercise_id: int, answers: dict):
+        return services.exercise_review_submit(
+            learner=request.user, exercise_id=exercise_id, answers=answers, at=timezone.now()
         )

@@ -37,10 +37,18 @@ class StrictCharField(serializers.CharField):
 
 
 class StrictChoiceField(serializers.ChoiceField):
+    def __init__(self, *args, expected_description: str = "one of the listed values", **kwargs):
+        self.expected_description = expected_description
+        super().__init__(*args, **kwargs)
+
     def to_internal_value(self, data):
         if not isinstance(data, str):
             raise serializers.ValidationError(f"Expected a string, got {_type_name(data)}.")
         if data not in self.choices:
+            if len(self.choices) > 12:  # e.g. time zones: name the kind of value, not all of them
+                raise serializers.ValidationError(
+                    f"Expected {self.expected_description}; got {data!r}."
+                )
             expected = ", ".join(map(str, self.choices))
             raise serializers.ValidationError(f"Expected one of {expected}; got {data!r}.")
         return data

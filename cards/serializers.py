@@ -16,7 +16,12 @@ class RegisterSerializer(serializers.Serializer):
     username = StrictCharField(max_length=150)
     password = StrictCharField(max_length=128, trim_whitespace=False)
     email = serializers.EmailField(required=False, allow_blank=True, max_length=254)
-    timezone = StrictCharField(required=False, default="UTC", max_length=64)
+    timezone = StrictChoiceField(
+        choices=sorted(services.timezone_names()),
+        required=False,
+        default="UTC",
+        expected_description="an IANA time zone name such as 'Europe/Berlin'",
+    )
 
     def validate_username(self, value):
         if not re.fullmatch(r"[\w.@+-]+", value):
@@ -43,7 +48,11 @@ class TokenSerializer(serializers.Serializer):
 class ProfileSerializer(serializers.ModelSerializer):
     username = serializers.CharField(source="user.username", read_only=True)
     email = serializers.EmailField(source="user.email", required=False, allow_blank=True)
-    timezone = StrictCharField(max_length=64, required=False)
+    timezone = StrictChoiceField(
+        choices=sorted(services.timezone_names()),
+        required=False,
+        expected_description="an IANA time zone name such as 'Europe/Berlin'",
+    )
     day_starts_at = StrictIntegerField(min_value=0, max_value=23, required=False)
     reminders = StrictBooleanField(required=False)
     reminder_hour = StrictIntegerField(min_value=0, max_value=23, required=False)
@@ -51,10 +60,6 @@ class ProfileSerializer(serializers.ModelSerializer):
     class Meta:
         model = LearnerProfile
         fields = ["username", "email", "timezone", "day_starts_at", "reminders", "reminder_hour"]
-
-    def validate_timezone(self, value):
-        services.validate_timezone(value)
-        return value
 
 
 class DeckSerializer(serializers.ModelSerializer):

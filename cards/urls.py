@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
 from . import api
@@ -14,5 +14,10 @@ urlpatterns = [
     path("me/", api.MeView.as_view(), name="me"),
     path("reviews/due/", api.DueView.as_view(), name="reviews-due"),
     path("stats/", api.StatsView.as_view(), name="stats"),
+    re_path(
+        r"^exercises/(?P<exercise_id>-?[0-9]+)/submit/$",
+        api.ExerciseReviewSubmitView.as_view(),
+        name="exercise-submit",
+    ),
     *router.urls,
 ]

@@ -185,9 +185,7 @@ class ExerciseSubmitView(APIView):
     def submit(self, request, exercise_id: int, answers: dict) -> dict[str, Any]:
         """Record one attempt and return the result; errors become 400, 404 or 409."""
         try:
-            outcome = services.attempt_submit(
-                owner=request.user, exercise_id=exercise_id, answers=answers, at=timezone.now()
-            )
+            outcome = self.attempt(request, exercise_id, answers)
         except Exercise.DoesNotExist:
             raise NotFound() from None
         except AnswerError as exc:
@@ -197,6 +195,12 @@ class ExerciseSubmitView(APIView):
         except services.AttemptsExhausted as exc:
             raise AttemptsExhaustedConflict(exc.exercise) from None
         return outcome.result
+
+    def attempt(self, request, exercise_id: int, answers: dict) -> services.SubmitOutcome:
+        """The write behind a submission; a layer above may compose more into it."""
+        return services.attempt_submit(
+            owner=request.user, exercise_id=exercise_id, answers=answers, at=timezone.now()
+        )
 
 
 class AttemptsExhaustedConflict(ValidationError):

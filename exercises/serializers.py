@@ -332,6 +332,14 @@ class SubmitResultSerializer(serializers.Serializer):
     solution = serializers.DictField(
         allow_null=True, help_text="Null until solved or out of attempts."
     )
+    review = serializers.DictField(
+        allow_null=True,
+        required=False,
+        help_text=(
+            "For an exercise handed out by reviews/due/: the review its first submission "
+            "recorded ({id, card, result, step, interval_days, due_on}); null otherwise."
+        ),
+    )
 
 
 class ParamDescriptionSerializer(serializers.Serializer):

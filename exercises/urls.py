@@ -11,10 +11,6 @@ urlpatterns = [
         api.ExerciseDetailView.as_view(),
         name="exercise-detail",
     ),
-    re_path(
-        r"^exercises/(?P<exercise_id>-?[0-9]+)/submit/$",
-        api.ExerciseSubmitView.as_view(),
-        name="exercise-submit",
-    ),
+    # exercises/{id}/submit/ is routed by cards.urls, which also records reviews.
     path("attention/", api.AttentionPlaygroundView.as_view(), name="attention-playground"),
 ]

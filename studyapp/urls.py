@@ -11,3 +11,7 @@ urlpatterns = [
     path("", include("exercises.web_urls")),
     path("", include("cards.web_urls")),
 ]
+
+handler400 = "studyapp.views.bad_request"
+handler404 = "studyapp.views.page_not_found"
+handler500 = "studyapp.views.server_error"

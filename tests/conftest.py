@@ -33,6 +33,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs Redis (set REDIS_URL)"))
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # The production hasher is slow on purpose; tests create many users.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def make_user(db, django_user_model):
     counter = {"n": 0}

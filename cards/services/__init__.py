@@ -4,6 +4,7 @@ from .accounts import profile_update, register, timezone_names, validate_timezon
 from .cards import card_create, card_update, cards_set_active
 from .enrollment import EnrollResult, enroll, unenroll
 from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled, ReviewError
+from .exercise_reviews import exercise_for_review, exercise_review_submit, exercises_for_review
 from .reviews import (
     Replay,
     exercise_review_record,
@@ -26,7 +27,10 @@ __all__ = [
     "card_update",
     "cards_set_active",
     "enroll",
+    "exercise_for_review",
     "exercise_review_record",
+    "exercise_review_submit",
+    "exercises_for_review",
     "idempotency_abandon",
     "idempotency_begin",
     "idempotency_finish",

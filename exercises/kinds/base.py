@@ -206,9 +206,10 @@ class ExerciseKind:
         props = {name: spec.json_schema() for name, spec in self.params.items()}
         props["seed"] = {
             "type": "integer",
+            "nullable": True,
             "minimum": 0,
             "maximum": SEED_MAX,
-            "description": SEED_SPEC.help + " Omit it and the server picks one.",
+            "description": SEED_SPEC.help + " Omit it (or send null) and the server picks one.",
         }
         return {"type": "object", "properties": props, "additionalProperties": False}
 

@@ -1,0 +1,119 @@
+"""Exercise cards on the ladder: each due review gets a fresh exercise, bound to it.
+
+This is the layer that knows both apps: ``exercises`` generates and checks, and
+the first submission of a bound exercise records the card's review here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from exercises.kinds import ParamError, UnknownKindError
+from exercises.models import Exercise
+from exercises.services import SubmitOutcome, attempt_submit, exercise_create
+
+from .. import selectors
+from ..models import ExerciseBinding, ReviewState
+from .errors import NotDue, NotScheduled
+from .reviews import exercise_review_record
+
+logger = logging.getLogger(__name__)
+
+
+def _card_params(card) -> tuple[str, dict[str, Any]]:
+    spec = card.exercise or {}
+    # A seed written on the card would make every review the same exercise: drop it,
+    # so the server always chooses the seed of an exercise bound to a review.
+    params = {k: v for k, v in (spec.get("params") or {}).items() if k != "seed"}
+    return spec.get("kind", ""), params
+
+
+def exercises_for_review(
+    *, learner, states: Iterable[ReviewState], today: dt.date
+) -> dict[int, Exercise]:
+    """The exercise bound to each exercise card's review today, created when missing."""
+    states = list(states)
+    bound = {
+        binding.card_id: binding.exercise
+        for binding in ExerciseBinding.objects.filter(
+            learner=learner, card_id__in=[s.card_id for s in states], study_day=today
+        ).select_related("exercise")
+    }
+    for state in states:
+        if state.card_id in bound:
+            continue
+        kind, params = _card_params(state.card)
+        try:
+            with transaction.atomic():
+                exercise = exercise_create(owner=learner, kind=kind, params=params)
+                ExerciseBinding.objects.create(
+                    exercise=exercise, learner=learner, card_id=state.card_id, study_day=today
+                )
+        except (UnknownKindError, ParamError) as exc:
+            logger.error("Card %s has an invalid exercise spec: %s", state.card_id, exc)
+            continue
+        except IntegrityError:
+            # A concurrent request bound one first: use that one.
+            exercise = (
+                ExerciseBinding.objects.select_related("exercise")
+                .get(learner=learner, card_id=state.card_id, study_day=today)
+                .exercise
+            )
+        bound[state.card_id] = exercise
+    return bound
+
+
+def exercise_for_review(*, learner, card, today: dt.date) -> Exercise | None:
+    state = selectors.scheduled_state(learner=learner, card_id=card.pk)
+    if state is None:
+        return None
+    return exercises_for_review(learner=learner, states=[state], today=today).get(card.pk)
+
+
+@transaction.atomic
+def exercise_review_submit(
+    *, learner, exercise_id: int, answers: Any, at: dt.datetime
+) -> SubmitOutcome:
+    """Submit answers; the first submission of a bound exercise also records the review.
+
+    ``outcome.result["review"]`` is the recorded review (or null for practice).
+    """
+    outcome = attempt_submit(owner=learner, exercise_id=exercise_id, answers=answers, at=at)
+    review = None
+    if outcome.first_attempt:
+        binding = ExerciseBinding.objects.filter(
+            exercise_id=outcome.exercise.pk, review__isnull=True
+        ).first()
+        if binding is not None:
+            try:
+                with transaction.atomic():
+                    review = exercise_review_record(
+                        learner=learner,
+                        card_id=binding.card_id,
+                        passed=bool(outcome.result["correct"]),
+                        today=selectors.learner_today(learner=learner, at=at),
+                        at=at,
+                    )
+            except (NotDue, NotScheduled):
+                review = None  # reviewed another way, or left the deck: practice only
+            else:
+                binding.review = review
+                binding.save(update_fields=["review"])
+    outcome.result["review"] = (
+        None
+        if review is None
+        else {
+            "id": review.pk,
+            "card": review.card_id,
+            "result": review.result,
+            "step": review.step_after,
+            "interval_days": review.interval_days,
+            "due_on": review.due_after.isoformat(),
+        }
+    )
+    return outcome

@@ -1,0 +1,108 @@
+"""Schemathesis over the whole OpenAPI schema, in-process, as a learner and as staff.
+
+Every default check runs (no 5xx, responses and statuses as documented, bad
+input rejected, auth enforced) with at least 50 examples per operation.
+"""
+
+import datetime as dt
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from rest_framework.authtoken.models import Token
+
+from cards.models import Card, Deck, ReviewState
+from cards.services import enroll
+
+MAX_EXAMPLES = 50
+
+
+@pytest.fixture
+def api_schema(db):
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    from studyapp.wsgi import application
+
+    # As Django's test client does: keep the test's connection (and its
+    # transaction) open across the in-process WSGI calls.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield schemathesis.openapi.from_wsgi("/api/schema/", application)
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def seeded(db, make_user):
+    """A deck with every card kind, a learner with due cards, and a staff user."""
+    deck = Deck.objects.create(slug="attention", title="Attention")
+    for i, kind in enumerate(["recall", "interview"]):
+        Card.objects.create(deck=deck, kind=kind, prompt=f"Prompt {i}", answer="Answer", position=i)
+    Card.objects.create(
+        deck=deck,
+        kind="exercise",
+        prompt="Compute the weights",
+        exercise={"kind": "attention", "params": {}},
+        position=9,
+    )
+    learner = make_user("fuzz-learner")
+    staff = make_user("fuzz-staff", staff=True)
+    past = dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC)
+    for user in (learner, staff):
+        enroll(learner=user, deck=deck, at=past)
+    ReviewState.objects.update(due_on=dt.date(2026, 1, 2))
+    return {
+        "learner": Token.objects.create(user=learner).key,
+        "staff": Token.objects.create(user=staff).key,
+    }
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+FUZZ_SETTINGS = settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@pytest.mark.slow
+@schema.parametrize()
+@FUZZ_SETTINGS
+def test_api_conforms_to_its_schema_as_a_learner(case, seeded):
+    case.call_and_validate(headers={"Authorization": f"Token {seeded['learner']}"})
+
+
+@pytest.mark.slow
+@schema.parametrize()
+@FUZZ_SETTINGS
+def test_api_conforms_to_its_schema_as_staff(case, seeded):
+    case.call_and_validate(headers={"Authorization": f"Token {seeded['staff']}"})
+
+
+def test_schema_documents_every_operation_and_its_errors(client):
+    response = client.get("/api/schema/?format=json")
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    for path in [
+        "/api/v1/auth/register/", "/api/v1/auth/token/", "/api/v1/me/", "/api/v1/decks/",
+        "/api/v1/decks/{slug}/", "/api/v1/decks/{slug}/enroll/", "/api/v1/cards/",
+        "/api/v1/cards/{id}/", "/api/v1/reviews/", "/api/v1/reviews/due/", "/api/v1/stats/",
+    ]:
+        assert path in paths, path
+    submit = paths["/api/v1/reviews/"]["post"]["responses"]
+    assert {"201", "400", "401", "404", "409", "422"} <= set(submit)
+    assert "401" in paths["/api/v1/stats/"]["get"]["responses"]
+    assert client.get("/api/docs/").status_code == 200
+    # JSON only: no form encodings advertised.
+    body_types = {
+        media
+        for item in paths.values()
+        for op in item.values()
+        if isinstance(op, dict) and "requestBody" in op
+        for media in op["requestBody"]["content"]
+    }
+    assert body_types == {"application/json"}
