@@ -57,12 +57,14 @@ def _publish_schedule_new_cards(deck_id: int) -> None:
         schedule_new_cards.apply_async(
             kwargs={"deck_id": deck_id}, retry=True, retry_policy=_PUBLISH_ONCE
         )
-    except Exception:
+    except Exception as exc:
         # The beat job places the cards on its next run; the request must not fail.
         logger.warning(
-            "Could not enqueue schedule_new_cards for deck %s; the beat job will place its cards",
+            "Could not enqueue schedule_new_cards for deck %s (%s: %s); "
+            "the beat job will place its cards",
             deck_id,
-            exc_info=True,
+            type(exc).__name__,
+            exc,
         )
 
 
