@@ -186,11 +186,15 @@ def review(request: HttpRequest) -> HttpResponse:
     context.update(_session_progress(learner, today, count))
     if state.card.kind == Card.Kind.EXERCISE:
         exercise = services.exercise_for_review(learner=learner, card=state.card, today=today)
-        context.update(
-            exercise_views.exercise_context(
-                exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
+        if exercise is None:
+            # The card's exercise spec is broken (logged by the service); say so plainly.
+            context["exercise_unavailable"] = True
+        else:
+            context.update(
+                exercise_views.exercise_context(
+                    exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
+                )
             )
-        )
     return render(request, "cards/review.html", context)
 
 
@@ -247,11 +251,15 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
         except AnswerError as exc:
             problems = {part: [message] for part, message in exc.errors.items()}
         else:
-            recorded = getattr(outcome, "review", None) is not None
+            review = outcome.result.get("review")
             url = reverse("exercise-page", args=[exercise.pk])
-            if recorded:
-                word = "Good" if outcome.result.get("correct") else "Again"
-                messages.success(request, f"Review recorded as {word}.")
+            if review is not None:
+                word = "Good" if review["result"] == "pass" else "Again"
+                days = review["interval_days"]
+                messages.success(
+                    request,
+                    f"Review recorded as {word}: next review in {days} day{'s' if days != 1 else ''}.",
+                )
                 url += "?from=review"
             return redirect(url)
     context = exercise_views.exercise_context(

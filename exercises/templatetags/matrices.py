@@ -142,7 +142,7 @@ def answer_grid(
     shape,
     values=None,
     wrong_cells=None,
-    checked: bool = False,
+    checked=False,
     disabled: bool = False,
     invalid_cells=None,
     describedby: str = "",
@@ -154,7 +154,13 @@ def answer_grid(
 
     def cell(index: tuple[int, ...]) -> SafeString:
         raw = _pick(values, index) if values is not None else ""
-        shown = raw if isinstance(raw, str) else fmt(raw, 6).replace("−", "-")
+        # Show a submitted number as the learner typed it, without padding zeros.
+        if raw is None or isinstance(raw, bool):
+            shown = ""
+        elif isinstance(raw, str):
+            shown = raw
+        else:
+            shown = f"{float(raw):.6g}"
         bad = index in wrong or index in invalid
         state = "wrong" if bad else ("right" if checked else "")
         return format_html(
