@@ -283,7 +283,9 @@ def scaled_dot_product_attention(
     # Fast path: one (n_q, n_k) buffer holds the scores, then the exponentials; the row
     # normalisation is applied to the (n_q, d_v) output instead of the (n_q, n_k) weights.
     if factor is not None:
-        Q = Q * factor  # (n_q, d_k): cheaper than scaling the (n_q, n_k) scores
+        # Scaling the (n_q, d_k) queries is cheaper than scaling the (n_q, n_k) scores; the
+        # two agree to rounding (exactly when sqrt(d_k) is a power of two).
+        Q = Q * factor
     s = np.matmul(Q, K.mT)
     if mask is None:
         row_max = s.max(axis=-1, keepdims=True)
