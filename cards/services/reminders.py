@@ -22,11 +22,14 @@ Exactly once
     study_day)`` rows first (``INSERT ... SELECT ... ON CONFLICT DO NOTHING
     RETURNING``): only the rows this statement inserted come back, so two passes
     (a redelivered task, a second beat) never claim the same learner. ``created_at``
-    of an unsent row is the time of its latest claim, a lease: just before each
-    send the pass renews it with a compare-and-set on the value it wrote (and skips
-    the row if the value changed), then stamps ``sent_at`` right after the send.
-    A claim left unsent by a crash (``sent_at`` NULL) is taken over once its lease
-    is ``retry_after`` old, by a conditional ``UPDATE`` only one pass can win.
+    of an unsent row is the time of its latest claim, a lease: while a pass works
+    through its batch it renews the lease of the rows it still holds every quarter
+    of ``retry_after`` with a compare-and-set on the value it wrote (a row whose
+    value changed was taken over and is skipped), and stamps ``sent_at`` right
+    after each send. A claim left unsent by a crash (``sent_at`` NULL) is taken
+    over once its lease is ``retry_after`` old, by a conditional ``UPDATE`` only
+    one pass can win. A single send must take less than ``retry_after`` (set
+    ``EMAIL_TIMEOUT``), or a slow pass and its successor may both send it.
     A crash between handing a message to the mail server and stamping ``sent_at``
     sends that one reminder twice; nothing can close that gap with SMTP.
 """
@@ -199,25 +202,57 @@ def reminder_message(*, learner, claim: Claim, mail_connection=None) -> EmailMes
     )
 
 
-def _deliver(claims: list[Claim], *, lease: dt.datetime, clock) -> int:
+def _renew(reminder_ids: list[int], *, lease: dt.datetime, now: dt.datetime) -> set[int]:
+    """Move the lease of the claims still held under ``lease`` to ``now``; returns their ids.
+
+    A compare-and-set on the claim time: a row another pass has taken over (its
+    ``created_at`` changed) or sent is not renewed and drops out.
+    """
+    if not reminder_ids:
+        return set()
+    ops = connection.ops
+    marks = ", ".join(["%s"] * len(reminder_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE cards_reminder SET created_at = %s
+            WHERE id IN ({marks}) AND sent_at IS NULL AND created_at = %s
+            RETURNING id
+            """,
+            [
+                ops.adapt_datetimefield_value(now),
+                *reminder_ids,
+                ops.adapt_datetimefield_value(lease),
+            ],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _deliver(claims: list[Claim], *, lease: dt.datetime, clock, retry_after: dt.timedelta) -> int:
     """Send each claimed reminder and stamp it; a failed send stays claimed for a retry.
 
-    ``lease`` is the claim time this pass wrote. Before each send the claim is
-    renewed with a compare-and-set on it, so a row another pass has taken over in
-    the meantime is skipped, and a long batch never looks abandoned.
+    ``lease`` is the claim time this pass wrote. While the batch is being sent,
+    the claims not yet sent are renewed every quarter of ``retry_after``, so no
+    other pass sees them as abandoned, and any row found taken over is skipped.
     """
     if not claims:
         return 0
     users = get_user_model().objects.in_bulk([c.learner_id for c in claims])
+    held = {c.reminder_id for c in claims}
+    renew_every = retry_after / 4
     sent = 0
     with get_connection() as mail:
-        for claim in claims:
+        for position, claim in enumerate(claims):
+            now = clock()
+            if now - lease >= renew_every:
+                held = _renew(
+                    [c.reminder_id for c in claims[position:] if c.reminder_id in held],
+                    lease=lease,
+                    now=now,
+                )
+                lease = now
             learner = users.get(claim.learner_id)
-            renewed = clock()
-            still_ours = Reminder.objects.filter(
-                pk=claim.reminder_id, sent_at__isnull=True, created_at=lease
-            ).update(created_at=renewed)
-            if learner is None or not still_ours:
+            if learner is None or claim.reminder_id not in held:
                 continue
             try:
                 reminder_message(learner=learner, claim=claim, mail_connection=mail).send()
@@ -265,13 +300,13 @@ def send_due_reminders(
         stale = _reclaim_stale(
             table=table, table_params=table_params, at=lease, retry_after=retry_after
         )
-        sent += _deliver(stale, lease=lease, clock=clock)
+        sent += _deliver(stale, lease=lease, clock=clock, retry_after=retry_after)
         for after, up_to in id_ranges(_recipients(), "user_id", batch_size):
             lease = clock()
             claims = _claim_new(
                 table=table, table_params=table_params, at=lease, after=after, up_to=up_to
             )
-            sent += _deliver(claims, lease=lease, clock=clock)
+            sent += _deliver(claims, lease=lease, clock=clock, retry_after=retry_after)
     if sent:
         logger.info("Sent %d review reminders", sent)
     return sent

@@ -200,8 +200,8 @@ def test_batches_cover_every_learner_with_statements_per_batch(make_learner):
     stamps = [q for q in queries if 'SET "sent_at"' in q["sql"]]
     assert len(claims) == 3  # ranges of 2, 2 and the rest
     assert len(stamps) == 5
-    # groups + reclaim + 3 range bounds + 3 claims + 3 user reads + 5 renewals + 5 stamps
-    assert len(queries) == 1 + 1 + 3 + 3 + 3 + 5 + 5
+    # groups + reclaim + 3 range bounds + 3 claims + 3 user reads + 5 stamps
+    assert len(queries) == 1 + 1 + 3 + 3 + 3 + 5
 
 
 # --- crashes and retries -------------------------------------------------------------------
@@ -285,11 +285,56 @@ def test_a_pass_skips_a_claim_another_pass_took_over_before_its_send(make_learne
     Reminder.objects.filter(pk=row.pk).update(created_at=utc(2026, 3, 2, 9, 20))
     claim = reminders.Claim(reminder_id=row.pk, learner_id=learner.pk, study_day=MON, due_count=2)
 
-    sent = reminders._deliver([claim], lease=first_lease, clock=lambda: utc(2026, 3, 2, 9, 21))
+    sent = reminders._deliver(
+        [claim],
+        lease=first_lease,
+        clock=lambda: utc(2026, 3, 2, 9, 21),
+        retry_after=dt.timedelta(minutes=10),
+    )
 
     assert sent == 0
     assert mail.outbox == []
     assert Reminder.objects.get(pk=row.pk).sent_at is None
+
+
+class TakeoverBackend(BaseEmailBackend):
+    """Sends slowly; during the first send another pass takes over the second claim."""
+
+    outbox: list = []
+
+    def send_messages(self, email_messages):
+        if not type(self).outbox:
+            second = Reminder.objects.order_by("id")[1]
+            Reminder.objects.filter(pk=second.pk).update(created_at=utc(2026, 3, 2, 9, 3))
+        type(self).outbox.extend(email_messages)
+        return len(email_messages)
+
+
+def test_a_long_batch_renews_its_claims_and_skips_one_taken_over(make_learner, settings):
+    from cards.services import reminders
+
+    learners = [make_learner() for _ in range(3)]
+    settings.EMAIL_BACKEND = f"{__name__}.TakeoverBackend"
+    TakeoverBackend.outbox = []
+    lease = utc(2026, 3, 2, 9, 0)
+    rows = [Reminder.objects.create(learner=u, study_day=MON, due_count=2) for u in learners]
+    Reminder.objects.filter(pk__in=[r.pk for r in rows]).update(created_at=lease)
+    claims = [
+        reminders.Claim(reminder_id=r.pk, learner_id=r.learner_id, study_day=MON, due_count=2)
+        for r in rows
+    ]
+    # Every reading of the clock is 2 minutes later: sends are slow.
+    ticks = iter(lease + dt.timedelta(minutes=2 * i) for i in range(1, 100))
+
+    sent = reminders._deliver(
+        claims, lease=lease, clock=lambda: next(ticks), retry_after=dt.timedelta(minutes=4)
+    )
+
+    assert sent == 2
+    assert [m.to for m in TakeoverBackend.outbox] == [[learners[0].email], [learners[2].email]]
+    third = Reminder.objects.get(pk=rows[2].pk)
+    assert third.sent_at is not None and third.created_at > lease  # renewed before its send
+    assert Reminder.objects.get(pk=rows[1].pk).sent_at is None  # the other pass sends it
 
 
 def test_the_task_uses_the_clock_and_the_retry_delay_it_is_given(make_learner, time_machine):

@@ -1,0 +1,286 @@
+"""Benchmark of the beat jobs on PostgreSQL: card placement and a reminder pass, at N and 10N.
+
+    .venv/bin/python benchmarks/bench_beat.py            # N = 1,000 learners x 100 cards
+    .venv/bin/python benchmarks/bench_beat.py --learners 500 --cards 50
+
+Uses ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/bench_beat``),
+creating and migrating the database if needed, and empties its users and decks
+at every run (it is the benchmark's own database). Prints, for each size: wall time,
+SQL statements issued, growth of the process's peak RSS (``ru_maxrss``) and the
+``tracemalloc`` peak of Python allocations during the job (measured in a second,
+identical run, since tracing slows Python down), and for placement the time of
+one hand-written ``INSERT ... SELECT`` of the same rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import resource
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_beat")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Tokyo", "Pacific/Kiritimati"]
+AT = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
+
+
+def ensure_database() -> None:
+    import dj_database_url
+    import psycopg
+
+    cfg = dj_database_url.parse(os.environ["DATABASE_URL"])
+    if "postgresql" not in cfg["ENGINE"]:
+        sys.exit("bench_beat needs PostgreSQL: set DATABASE_URL=postgres://...")
+    admin = psycopg.connect(
+        host=cfg["HOST"] or "127.0.0.1",
+        port=cfg["PORT"] or 5432,
+        user=cfg["USER"],
+        password=cfg["PASSWORD"] or None,
+        dbname="postgres",
+        autocommit=True,
+    )
+    with admin:
+        exists = admin.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [cfg["NAME"]]
+        ).fetchone()
+        if not exists:
+            admin.execute(f'CREATE DATABASE "{cfg["NAME"]}"')
+
+
+def sql(statement: str, params=()) -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.rowcount
+
+
+def seed(learners: int, cards: int) -> None:
+    """``learners`` synthetic users with profiles over a few zones, and a deck of ``cards`` cards."""
+    # The benchmark database is the benchmark's own: start from empty study tables.
+    sql("TRUNCATE auth_user, cards_deck RESTART IDENTITY CASCADE")
+    sql(
+        """
+        INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email,
+                               is_staff, is_active, date_joined)
+        SELECT '!', false, 'bench-' || lpad(g::text, 6, '0'), '', '',
+               'bench-' || g || '@bench.invalid', false, true, now()
+        FROM generate_series(1, %s) g
+        """,
+        [learners],
+    )
+    sql(
+        """
+        INSERT INTO cards_learnerprofile (user_id, timezone, day_starts_at, reminders, reminder_hour)
+        SELECT u.id, (%s::text[])[1 + u.id %% %s], 4, false, 4
+        FROM auth_user u WHERE u.username LIKE 'bench-%%'
+        ON CONFLICT (user_id) DO UPDATE SET timezone = EXCLUDED.timezone,
+            day_starts_at = 4, reminders = false, reminder_hour = 4
+        """,
+        [ZONES, len(ZONES)],
+    )
+    sql(
+        "INSERT INTO cards_deck (slug, title, description, created_at, updated_at) "
+        "VALUES ('bench-deck', 'Bench', '', now(), now()), ('bench-due', 'Due', '', now(), now())"
+    )
+    sql(
+        """
+        INSERT INTO cards_card (deck_id, key, kind, prompt, answer, exercise, position, is_active,
+                                created_at, updated_at)
+        SELECT d.id, 'c' || g, 'recall', 'Prompt ' || g, '', NULL::jsonb, g, true, now(), now()
+        FROM cards_deck d, generate_series(1, %s) g WHERE d.slug = 'bench-deck'
+        UNION ALL
+        SELECT d.id, 'due', 'recall', 'Overdue', '', NULL::jsonb, 0, true, now(), now()
+        FROM cards_deck d WHERE d.slug = 'bench-due'
+        """,
+        [cards],
+    )
+    sql("VACUUM ANALYZE")
+
+
+def enroll_first(learners: int, deck_slug: str) -> None:
+    sql(
+        """
+        INSERT INTO cards_enrollment (learner_id, deck_id, created_at)
+        SELECT u.id, d.id, now() FROM auth_user u, cards_deck d
+        WHERE u.username LIKE 'bench-%%' AND u.username <= 'bench-' || lpad(%s::text, 6, '0')
+          AND d.slug = %s
+        ON CONFLICT DO NOTHING
+        """,
+        [learners, deck_slug],
+    )
+
+
+class Meter:
+    """Wall time, statements, peak-RSS growth and (optionally) tracemalloc peak of one call."""
+
+    def __init__(self, trace: bool):
+        self.trace = trace
+
+    def run(self, fn):
+        from django.db import connection
+
+        statements = 0
+
+        def count(execute, sql_, params, many, context):
+            nonlocal statements
+            statements += 1
+            return execute(sql_, params, many, context)
+
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        if self.trace:
+            tracemalloc.start()
+        with connection.execute_wrapper(count):
+            started = time.perf_counter()
+            result = fn()
+            seconds = time.perf_counter() - started
+        peak = 0
+        if self.trace:
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+        rss_growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
+        return result, seconds, statements, rss_growth, peak
+
+
+def bench_placement(learners: int, cards: int) -> None:
+    from cards.services.scheduling import schedule_new_cards
+
+    enroll_first(learners, "bench-deck")
+    reset = "DELETE FROM cards_reviewstate s USING cards_card c WHERE c.id = s.card_id AND c.deck_id = (SELECT id FROM cards_deck WHERE slug = 'bench-deck')"
+    sql(reset)
+    placed, seconds, statements, rss, _ = Meter(trace=False).run(lambda: schedule_new_cards(at=AT))
+    assert placed == learners * cards, placed
+
+    # The same rows by one hand-written statement, due dates from the same zones.
+    sql(reset)
+    hand = """
+        INSERT INTO cards_reviewstate (learner_id, card_id, step, due_on, created_at, updated_at)
+        SELECT e.learner_id, c.id, 0,
+               ((now() AT TIME ZONE p.timezone) - make_interval(hours => p.day_starts_at))::date + 1,
+               now(), now()
+        FROM cards_enrollment e
+        JOIN cards_card c ON c.deck_id = e.deck_id AND c.is_active
+        JOIN cards_learnerprofile p ON p.user_id = e.learner_id
+        WHERE NOT EXISTS (SELECT 1 FROM cards_reviewstate s
+                          WHERE s.learner_id = e.learner_id AND s.card_id = c.id)
+        ON CONFLICT (learner_id, card_id) DO NOTHING
+    """
+    started = time.perf_counter()
+    assert sql(hand) == learners * cards
+    hand_seconds = time.perf_counter() - started
+
+    sql(reset)
+    _, _, _, _, peak = Meter(trace=True).run(lambda: schedule_new_cards(at=AT))
+    rerun, rerun_seconds, rerun_statements, _, _ = Meter(trace=False).run(
+        lambda: schedule_new_cards(at=AT)
+    )
+    assert rerun == 0
+    print(
+        f"  place {placed:>9,} states ({learners:,} learners x {cards} cards): "
+        f"{seconds:6.2f} s, {statements} statements, maxrss +{rss / 1024:.1f} MiB, "
+        f"tracemalloc peak {peak / 2**20:.2f} MiB; hand-written INSERT ... SELECT "
+        f"{hand_seconds:6.2f} s (ratio {seconds / hand_seconds:.2f}); "
+        f"idempotent rerun {rerun_seconds:.2f} s, {rerun_statements} statements"
+    )
+
+
+def bench_reminders(learners: int) -> None:
+    from django.conf import settings
+
+    from cards.services.reminders import send_due_reminders
+
+    settings.EMAIL_BACKEND = "benchmarks.bench_beat.CountingBackend"
+    enroll_first(learners, "bench-due")
+    sql(
+        """
+        INSERT INTO cards_reviewstate (learner_id, card_id, step, due_on, created_at, updated_at)
+        SELECT e.learner_id, c.id, 1, DATE '2020-01-01', now(), now()
+        FROM cards_enrollment e JOIN cards_card c ON c.deck_id = e.deck_id
+        JOIN cards_deck d ON d.id = e.deck_id AND d.slug = 'bench-due'
+        ON CONFLICT DO NOTHING
+        """
+    )
+    sql(
+        """
+        UPDATE cards_learnerprofile p SET reminders = (u.username <= 'bench-' || lpad(%s::text, 6, '0'))
+        FROM auth_user u WHERE u.id = p.user_id AND u.username LIKE 'bench-%%'
+        """,
+        [learners],
+    )
+    reset = "DELETE FROM cards_reminder"
+
+    sql(reset)
+    CountingBackend.sent = 0
+    sent, seconds, statements, rss, _ = Meter(trace=False).run(lambda: send_due_reminders(at=AT))
+    assert sent == learners == CountingBackend.sent, (sent, CountingBackend.sent)
+    sql(reset)
+    _, _, _, _, peak = Meter(trace=True).run(lambda: send_due_reminders(at=AT))
+    rerun, rerun_seconds, rerun_statements, _, _ = Meter(trace=False).run(
+        lambda: send_due_reminders(at=AT)
+    )
+    assert rerun == 0
+    print(
+        f"  remind {sent:>8,} learners: {seconds:6.2f} s ({sent / seconds:,.0f} e-mails/s), "
+        f"{statements} statements, maxrss +{rss / 1024:.1f} MiB, tracemalloc peak "
+        f"{peak / 2**20:.2f} MiB; rerun {rerun_seconds:.2f} s, {rerun_statements} statements"
+    )
+
+
+def _counting_backend():
+    from django.core.mail.backends.base import BaseEmailBackend
+
+    class Counting(BaseEmailBackend):
+        """Builds each MIME message like a real backend would, then drops it."""
+
+        sent = 0
+
+        def send_messages(self, email_messages):
+            for message in email_messages:
+                message.message().as_bytes()
+            type(self).sent += len(email_messages)
+            return len(email_messages)
+
+    return Counting
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--learners", type=int, default=1000, help="N; the second size is 10N")
+    parser.add_argument("--cards", type=int, default=100, help="new cards per learner")
+    args = parser.parse_args()
+
+    ensure_database()
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    global CountingBackend
+    CountingBackend = _counting_backend()
+    sys.modules.setdefault("benchmarks.bench_beat", sys.modules[__name__])
+
+    call_command("migrate", verbosity=0)
+    sizes = [args.learners, 10 * args.learners]
+    print(f"Seeding {sizes[-1]:,} learners and {args.cards} cards ...")
+    seed(sizes[-1], args.cards)
+    print("schedule_new_cards (one pass over every enrolment):")
+    for n in sizes:
+        bench_placement(n, args.cards)
+    print("send_due_reminders (one pass, every learner due):")
+    for n in sizes:
+        bench_reminders(n)
+
+
+CountingBackend = None
+
+if __name__ == "__main__":
+    main()
