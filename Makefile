@@ -31,6 +31,11 @@ test: dev
 	set -a; eval "$$($(PY) bin/services_env)"; set +a; \
 	  $(PY) -m pytest $(PYTEST_ARGS)
 
+# Benchmarks print figures; they are not part of `make test`. See README.
+bench: dev
+	$(PY) -m benchmarks.bench_engine
+	$(PY) -m benchmarks.bench_api
+
 lint: dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .

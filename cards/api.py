@@ -9,10 +9,15 @@ from django.contrib.auth import authenticate
 from django.db.models import Q
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -187,19 +192,23 @@ class IsStaffOrReadOnly(permissions.BasePermission):
         return request.method in permissions.SAFE_METHODS or bool(request.user.is_staff)
 
 
-@extend_schema(
-    tags=["cards"],
-    parameters=[
-        OpenApiParameter("deck", OpenApiTypes.STR, description="A deck's slug."),
-        OpenApiParameter("kind", OpenApiTypes.STR, enum=Card.Kind.values),
-        OpenApiParameter("tag", OpenApiTypes.STR, description="A tag name."),
-        OpenApiParameter("search", OpenApiTypes.STR, description="Words in the prompt or answer."),
-    ],
-    methods=["GET"],
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            OpenApiParameter("deck", OpenApiTypes.STR, description="A deck's slug."),
+            OpenApiParameter("kind", OpenApiTypes.STR, enum=Card.Kind.values),
+            OpenApiParameter("tag", OpenApiTypes.STR, description="A tag name."),
+            OpenApiParameter(
+                "search", OpenApiTypes.STR, description="Words in the prompt or answer."
+            ),
+        ]
+    )
 )
+@extend_schema(tags=["cards"])
 class CardViewSet(viewsets.ModelViewSet):
     serializer_class = CardSerializer
     permission_classes = [permissions.IsAuthenticated, IsStaffOrReadOnly]
+    lookup_value_regex = "[0-9]+"
 
     def get_queryset(self):
         cards = selectors.cards_visible_to(user=self.request.user)
@@ -223,11 +232,8 @@ class CardViewSet(viewsets.ModelViewSet):
         return cards
 
     def get_object(self):
-        pk = self.kwargs["pk"]
-        if not str(pk).isdigit() or int(pk) > 2**63 - 1:
-            from django.http import Http404
-
-            raise Http404
+        if int(self.kwargs["pk"]) > 2**63 - 1:
+            raise NotFound()
         return super().get_object()
 
 

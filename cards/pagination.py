@@ -13,10 +13,7 @@ class StrictPageNumberPagination(PageNumberPagination):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        try:
-            size = int(raw)
-        except ValueError:
-            size = 0
+        size = int(raw) if raw.isascii() and raw.isdigit() else 0
         if not 1 <= size <= self.max_page_size:
             raise ValidationError(
                 {
@@ -26,6 +23,16 @@ class StrictPageNumberPagination(PageNumberPagination):
                 }
             )
         return size
+
+    def get_page_number(self, request, paginator):
+        raw = request.query_params.get(self.page_query_param)
+        if raw is None:
+            return 1
+        if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+            raise ValidationError(
+                {self.page_query_param: [f"Expected a page number from 1, got {raw!r}."]}
+            )
+        return int(raw)
 
     def get_schema_operation_parameters(self, view):
         params = super().get_schema_operation_parameters(view)

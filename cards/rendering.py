@@ -87,6 +87,19 @@ def _math_html(tex: str, display: bool) -> str:
     return mathml
 
 
+def formulas(text: str):
+    """Yield ``(tex, display)`` for each ``$...$`` / ``$$...$$`` formula in ``text``."""
+    for match in _MATH.finditer(text or ""):
+        display = match.group(1) is not None
+        yield (match.group(1) if display else match.group(2)), display
+
+
+@lru_cache(maxsize=8192)
+def formula_renders(tex: str, display: bool) -> bool:
+    """Whether the server-side converter turns this formula into MathML."""
+    return "math-error" not in _math_html(tex, display)
+
+
 @lru_cache(maxsize=2048)
 def render_markdown(text: str) -> str:
     """Card Markdown to safe HTML (a plain ``str``; mark it safe at the template edge)."""

@@ -33,8 +33,11 @@ class AutoSchema(BaseAutoSchema):
         if direction != "response":
             return responses
         has_body = self.method in ("POST", "PUT", "PATCH")
-        has_params = bool(self._get_pagination_parameters()) or bool(self._get_filter_parameters())
+        paginated = bool(self._get_pagination_parameters())
+        has_params = paginated or bool(self._get_filter_parameters())
         overrides = [p for p in self.get_override_parameters() if not isinstance(p, type)]
+        # A page number past the end is DRF's 404 "Invalid page."
+        paginated = paginated or any(getattr(p, "name", None) == "page" for p in overrides)
         public = all(isinstance(p, AllowAny) for p in self.view.get_permissions())
         path_has_id = "{" in self.path
 
@@ -49,7 +52,7 @@ class AutoSchema(BaseAutoSchema):
             responses.setdefault(
                 "403", _error("Not allowed for this user (or a missing CSRF token).", DETAIL_ERROR)
             )
-        if path_has_id or self._is_list_view():
+        if path_has_id or paginated:
             responses.setdefault("404", _error("Not found (or not yours).", DETAIL_ERROR))
         if has_body:
             responses.setdefault(

@@ -31,7 +31,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from cards.models import Card, Deck, Enrollment, Tag
-from cards.rendering import _MATH, _math_html  # the renderer's own math delimiters
+from cards.rendering import formula_renders, formulas
 from exercises.kinds import KINDS, ParamError, UnknownKindError, get_kind
 
 logger = logging.getLogger(__name__)
@@ -179,11 +179,9 @@ def _math_problem(text: str, cache: dict[tuple[str, bool], bool]) -> str | None:
     """
     if "$" not in text:
         return None
-    for match in _MATH.finditer(text):
-        display = match.group(1) is not None
-        tex = match.group(1) if display else match.group(2)
+    for tex, display in formulas(text):
         if (tex, display) not in cache:
-            cache[(tex, display)] = "math-error" in _math_html(tex, display)
+            cache[(tex, display)] = not formula_renders(tex, display)
         if cache[(tex, display)]:
             return tex
     return None
