@@ -11,7 +11,12 @@ pytestmark = pytest.mark.django_db
 def test_register_then_token_then_me(anon_api):
     response = anon_api.post(
         "/api/v1/auth/register/",
-        {"username": "carol", "password": "a-long-passphrase", "email": "c@example.com", "timezone": "Asia/Tokyo"},
+        {
+            "username": "carol",
+            "password": "a-long-passphrase",
+            "email": "c@example.com",
+            "timezone": "Asia/Tokyo",
+        },
         format="json",
     )
     assert response.status_code == 201, response.content
@@ -39,7 +44,10 @@ def test_register_then_token_then_me(anon_api):
         ({"username": "", "password": "a-long-passphrase"}, "username"),
         ({"username": "has space", "password": "a-long-passphrase"}, "username"),
         ({"username": "dave", "password": "123"}, "password"),
-        ({"username": "dave", "password": "a-long-passphrase", "timezone": "Mars/Olympus"}, "timezone"),
+        (
+            {"username": "dave", "password": "a-long-passphrase", "timezone": "Mars/Olympus"},
+            "timezone",
+        ),
         ({"username": "dave", "password": "a-long-passphrase", "email": "nope"}, "email"),
         ({"username": 5, "password": "a-long-passphrase"}, "username"),
         ({"username": "alice", "password": "a-long-passphrase"}, "username"),
@@ -54,7 +62,9 @@ def test_register_rejects_bad_input_and_creates_nothing(anon_api, learner, body,
 
 
 def test_token_with_wrong_password_is_400(anon_api, learner):
-    response = anon_api.post("/api/v1/auth/token/", {"username": "alice", "password": "wrong"}, format="json")
+    response = anon_api.post(
+        "/api/v1/auth/token/", {"username": "alice", "password": "wrong"}, format="json"
+    )
     assert response.status_code == 400
     assert "non_field_errors" in response.json()
 
@@ -67,13 +77,21 @@ def test_a_bad_token_is_401(anon_api):
 def test_patch_profile(api, learner):
     response = api.patch(
         "/api/v1/me/",
-        {"timezone": "America/New_York", "day_starts_at": 0, "reminders": False, "reminder_hour": 20},
+        {
+            "timezone": "America/New_York",
+            "day_starts_at": 0,
+            "reminders": False,
+            "reminder_hour": 20,
+        },
         format="json",
     )
     assert response.status_code == 200, response.content
     profile = LearnerProfile.objects.get(user=learner)
     assert (profile.timezone, profile.day_starts_at, profile.reminders, profile.reminder_hour) == (
-        "America/New_York", 0, False, 20,
+        "America/New_York",
+        0,
+        False,
+        20,
     )
 
 

@@ -11,8 +11,11 @@ def test_decks_list_shows_counts_and_enrolment(api, deck, other_deck):
     api.post("/api/v1/decks/attention/enroll/")
     decks = {d["slug"]: d for d in api.get("/api/v1/decks/").json()["results"]}
     assert decks["attention"] == {
-        "slug": "attention", "title": "Attention", "description": "Heads and masks",
-        "card_count": 4, "enrolled": True,
+        "slug": "attention",
+        "title": "Attention",
+        "description": "Heads and masks",
+        "card_count": 4,
+        "enrolled": True,
     }
     assert decks["positions"]["enrolled"] is False
     assert api.get("/api/v1/decks/positions/").json()["card_count"] == 1
@@ -37,14 +40,24 @@ def test_learners_read_cards_and_cannot_write(api, deck):
     assert api.get(f"/api/v1/cards/{card_id}/").status_code == 200
     assert api.patch(f"/api/v1/cards/{card_id}/", {"prompt": "x"}, format="json").status_code == 403
     assert api.delete(f"/api/v1/cards/{card_id}/").status_code == 403
-    assert api.post("/api/v1/cards/", {"deck": "attention", "kind": "recall", "prompt": "x"}, format="json").status_code == 403
+    assert (
+        api.post(
+            "/api/v1/cards/", {"deck": "attention", "kind": "recall", "prompt": "x"}, format="json"
+        ).status_code
+        == 403
+    )
     assert Card.objects.count() == 4
 
 
 def test_filters(api, staff_api, deck):
     staff_api.post(
         "/api/v1/cards/",
-        {"deck": "attention", "kind": "recall", "prompt": "Why $\\sqrt{d_k}$?", "tags": ["scaling"]},
+        {
+            "deck": "attention",
+            "kind": "recall",
+            "prompt": "Why $\\sqrt{d_k}$?",
+            "tags": ["scaling"],
+        },
         format="json",
     )
     assert api.get("/api/v1/cards/?kind=interview").json()["count"] == 1
@@ -67,12 +80,20 @@ def test_staff_create_card(api, staff_api, deck, learner):
     api.post("/api/v1/decks/attention/enroll/")
     response = staff_api.post(
         "/api/v1/cards/",
-        {"deck": "attention", "kind": "recall", "prompt": "New", "answer": "A", "tags": ["shapes", "cost"]},
+        {
+            "deck": "attention",
+            "kind": "recall",
+            "prompt": "New",
+            "answer": "A",
+            "tags": ["shapes", "cost"],
+        },
         format="json",
     )
     assert response.status_code == 201, response.content
     body = response.json()
-    assert body["tags"] == ["cost", "shapes"] and body["exercise"] is None and body["active"] is True
+    assert (
+        body["tags"] == ["cost", "shapes"] and body["exercise"] is None and body["active"] is True
+    )
 
 
 @pytest.mark.parametrize(
@@ -86,7 +107,15 @@ def test_staff_create_card(api, staff_api, deck, learner):
         ({"deck": "attention", "kind": "recall", "prompt": "x", "tags": ["Not A Slug"]}, "tags"),
         ({"deck": "attention", "kind": "recall", "prompt": "x", "active": "yes"}, "active"),
         ({"deck": "attention", "kind": "exercise", "prompt": "x"}, "exercise"),
-        ({"deck": "attention", "kind": "recall", "prompt": "x", "exercise": {"kind": "attention"}}, "exercise"),
+        (
+            {
+                "deck": "attention",
+                "kind": "recall",
+                "prompt": "x",
+                "exercise": {"kind": "attention"},
+            },
+            "exercise",
+        ),
         ({"deck": 12, "kind": "recall", "prompt": "x"}, "deck"),
     ],
 )

@@ -37,7 +37,9 @@ def test_golden_sequence_through_the_api(api, deck):
         for gap in expected_gaps:
             due = api.get("/api/v1/reviews/due/").json()
             assert card.id in [item["card"]["id"] for item in due["results"]]
-            answer = api.post("/api/v1/reviews/", {"card": card.id, "result": "pass"}, format="json")
+            answer = api.post(
+                "/api/v1/reviews/", {"card": card.id, "result": "pass"}, format="json"
+            )
             assert answer.status_code == 201, answer.content
             body = answer.json()
             today = dt.date.fromisoformat(due["today"])
@@ -47,7 +49,9 @@ def test_golden_sequence_through_the_api(api, deck):
             traveller.move_to(dt.datetime.combine(next_due, dt.time(12), tzinfo=dt.UTC))
 
         # A miss at the top returns the card to one day.
-        miss = api.post("/api/v1/reviews/", {"card": card.id, "result": "fail"}, format="json").json()
+        miss = api.post(
+            "/api/v1/reviews/", {"card": card.id, "result": "fail"}, format="json"
+        ).json()
         assert (miss["step_before"], miss["step"], miss["interval_days"]) == (4, 0, 1)
 
 
@@ -64,7 +68,16 @@ def test_due_queue_is_oldest_first_and_counts_everything(api, deck, learner):
     assert due["results"][0]["card"]["id"] == cards[2].id
     first = due["results"][0]
     assert set(first) >= {"card", "step", "interval_days", "due_on"}
-    assert set(first["card"]) >= {"id", "deck", "kind", "prompt", "answer", "tags", "exercise", "updated_at"}
+    assert set(first["card"]) >= {
+        "id",
+        "deck",
+        "kind",
+        "prompt",
+        "answer",
+        "tags",
+        "exercise",
+        "updated_at",
+    }
 
 
 def test_review_errors_in_contract_order(api, deck, other_deck, learner):
@@ -88,8 +101,18 @@ def test_review_errors_in_contract_order(api, deck, other_deck, learner):
         assert form.status_code == 415
         # a card not scheduled for this learner is 404
         foreign = other_deck.cards.first()
-        assert api.post("/api/v1/reviews/", {"card": foreign.id, "result": "pass"}, format="json").status_code == 404
-        assert api.post("/api/v1/reviews/", {"card": 99999999, "result": "pass"}, format="json").status_code == 404
+        assert (
+            api.post(
+                "/api/v1/reviews/", {"card": foreign.id, "result": "pass"}, format="json"
+            ).status_code
+            == 404
+        )
+        assert (
+            api.post(
+                "/api/v1/reviews/", {"card": 99999999, "result": "pass"}, format="json"
+            ).status_code
+            == 404
+        )
         # not due yet is 409 with the due date
         response = api.post("/api/v1/reviews/", {"card": card.id, "result": "pass"}, format="json")
         assert response.status_code == 409
@@ -103,7 +126,12 @@ def test_second_submit_for_a_card_no_longer_due_is_409(api, deck, learner):
         enroll(api)
     card = deck.cards.first()
     with time_machine.travel(START + dt.timedelta(days=1), tick=False):
-        assert api.post("/api/v1/reviews/", {"card": card.id, "result": "pass"}, format="json").status_code == 201
+        assert (
+            api.post(
+                "/api/v1/reviews/", {"card": card.id, "result": "pass"}, format="json"
+            ).status_code
+            == 201
+        )
         again = api.post("/api/v1/reviews/", {"card": card.id, "result": "fail"}, format="json")
     assert again.status_code == 409
     state = ReviewState.objects.get(learner=learner, card=card)
@@ -123,7 +151,10 @@ def test_idempotency_key_replays_conflicts_and_is_per_learner(api, other_api, de
         assert first.status_code == replay.status_code == 201
         assert first.json() == replay.json()
         different = api.post(
-            "/api/v1/reviews/", {"card": card.id, "result": "fail"}, format="json", HTTP_IDEMPOTENCY_KEY="k-1"
+            "/api/v1/reviews/",
+            {"card": card.id, "result": "fail"},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY="k-1",
         )
         assert different.status_code == 422
         # The same key from another learner is a different key.
@@ -202,13 +233,20 @@ def test_unenroll_removes_cards_from_the_queue_but_keeps_history(api, deck, lear
     assert ReviewState.objects.get(learner=learner, card=card).due_on == dt.date(2026, 3, 4)
 
 
-def test_deactivated_and_deleted_cards_leave_the_queue_but_keep_the_log(api, staff_api, deck, learner):
+def test_deactivated_and_deleted_cards_leave_the_queue_but_keep_the_log(
+    api, staff_api, deck, learner
+):
     with time_machine.travel(START, tick=False):
         enroll(api)
     first, second = list(deck.cards.order_by("id"))[:2]
     with time_machine.travel(START + dt.timedelta(days=1), tick=False):
         api.post("/api/v1/reviews/", {"card": first.id, "result": "fail"}, format="json")
-        assert staff_api.patch(f"/api/v1/cards/{second.id}/", {"active": False}, format="json").status_code == 200
+        assert (
+            staff_api.patch(
+                f"/api/v1/cards/{second.id}/", {"active": False}, format="json"
+            ).status_code
+            == 200
+        )
         assert staff_api.delete(f"/api/v1/cards/{first.id}/").status_code == 204
         due_ids = [i["card"]["id"] for i in api.get("/api/v1/reviews/due/").json()["results"]]
     assert first.id not in due_ids and second.id not in due_ids
@@ -222,7 +260,9 @@ def test_editing_a_card_never_resets_progress(api, staff_api, deck, learner):
     card = deck.cards.first()
     with time_machine.travel(START + dt.timedelta(days=1), tick=False):
         api.post("/api/v1/reviews/", {"card": card.id, "result": "pass"}, format="json")
-    response = staff_api.patch(f"/api/v1/cards/{card.id}/", {"prompt": "New words", "tags": ["shapes"]}, format="json")
+    response = staff_api.patch(
+        f"/api/v1/cards/{card.id}/", {"prompt": "New words", "tags": ["shapes"]}, format="json"
+    )
     assert response.status_code == 200, response.content
     assert response.json()["tags"] == ["shapes"]
     state = ReviewState.objects.get(learner=learner, card=card)

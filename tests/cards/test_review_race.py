@@ -26,7 +26,9 @@ def _race(user, card, bodies, headers):
         client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
         try:
             barrier.wait()
-            statuses.append(client.post("/api/v1/reviews/", body, format="json", **headers).status_code)
+            statuses.append(
+                client.post("/api/v1/reviews/", body, format="json", **headers).status_code
+            )
         finally:
             connection.close()
 
