@@ -28,6 +28,9 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_beat")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
+# With DEBUG on, Django keeps the last 9,000 statements in memory: not the job's memory.
+os.environ.setdefault("DJANGO_DEBUG", "0")
+os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
 
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Tokyo", "Pacific/Kiritimati"]
 AT = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
@@ -155,11 +158,8 @@ def bench_placement(learners: int, cards: int) -> None:
     from cards.services.scheduling import schedule_new_cards
 
     enroll_first(learners, "bench-deck")
+    sql("ANALYZE")
     reset = "DELETE FROM cards_reviewstate s USING cards_card c WHERE c.id = s.card_id AND c.deck_id = (SELECT id FROM cards_deck WHERE slug = 'bench-deck')"
-    sql(reset)
-    placed, seconds, statements, rss, _ = Meter(trace=False).run(lambda: schedule_new_cards(at=AT))
-    assert placed == learners * cards, placed
-
     # The same rows by one hand-written statement, due dates from the same zones.
     sql(reset)
     hand = """
@@ -174,9 +174,21 @@ def bench_placement(learners: int, cards: int) -> None:
                           WHERE s.learner_id = e.learner_id AND s.card_id = c.id)
         ON CONFLICT (learner_id, card_id) DO NOTHING
     """
-    started = time.perf_counter()
-    assert sql(hand) == learners * cards
-    hand_seconds = time.perf_counter() - started
+    # Best of two alternating runs of each, so neither profits from the other's warm cache.
+    seconds = hand_seconds = float("inf")
+    rss = 0
+    for _ in range(2):
+        sql(reset)
+        started = time.perf_counter()
+        assert sql(hand) == learners * cards
+        hand_seconds = min(hand_seconds, time.perf_counter() - started)
+        sql(reset)
+        placed, run_seconds, statements, run_rss, _ = Meter(trace=False).run(
+            lambda: schedule_new_cards(at=AT)
+        )
+        rss += run_rss
+        assert placed == learners * cards, placed
+        seconds = min(seconds, run_seconds)
 
     sql(reset)
     _, _, _, _, peak = Meter(trace=True).run(lambda: schedule_new_cards(at=AT))
@@ -209,6 +221,7 @@ def bench_reminders(learners: int) -> None:
         ON CONFLICT DO NOTHING
         """
     )
+    sql("ANALYZE")
     sql(
         """
         UPDATE cards_learnerprofile p SET reminders = (u.username <= 'bench-' || lpad(%s::text, 6, '0'))
@@ -233,6 +246,17 @@ def bench_reminders(learners: int) -> None:
         f"{statements} statements, maxrss +{rss / 1024:.1f} MiB, tracemalloc peak "
         f"{peak / 2**20:.2f} MiB; rerun {rerun_seconds:.2f} s, {rerun_statements} statements"
     )
+
+
+def warm_up_mail() -> None:
+    """Build one reminder first, so one-time imports do not count as the first size's memory."""
+    from django.contrib.auth import get_user_model
+
+    from cards.services.reminders import Claim, reminder_message
+
+    learner = get_user_model()(username="warm-up", email="warm-up@bench.invalid")
+    claim = Claim(reminder_id=0, learner_id=0, study_day=AT.date(), due_count=1)
+    reminder_message(learner=learner, claim=claim).message().as_bytes()
 
 
 def _counting_backend():
@@ -276,6 +300,7 @@ def main() -> None:
     for n in sizes:
         bench_placement(n, args.cards)
     print("send_due_reminders (one pass, every learner due):")
+    warm_up_mail()
     for n in sizes:
         bench_reminders(n)
 
