@@ -163,7 +163,9 @@ class Celery:
         import redis
 
         client = redis.Redis.from_url(self.redis_url)
-        client.delete(self.queue)
+        client.delete(
+            self.queue, f"_kombu.binding.{self.queue}", f"_kombu.binding_permanent.{self.queue}"
+        )
         # Messages a killed worker held stay in the shared unacked hash: drop ours.
         for tag, payload in client.hgetall("unacked").items():
             try:
