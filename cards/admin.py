@@ -4,7 +4,10 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from . import services
+from . import (
+    admin_beat,  # noqa: F401  (reminders sent)
+    services,
+)
 from .models import Card, Deck, Enrollment, LearnerProfile, ReviewLog, ReviewState, Tag
 from .rendering import render_markdown
 

@@ -191,7 +191,9 @@ CELERY_TASK_SOFT_TIME_LIMIT = 14 * 60
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# django-celery-beat's DatabaseScheduler, except that it writes the defaults below
+# only when missing, so staff edits in the admin survive a restart of beat.
+CELERY_BEAT_SCHEDULER = "cards.beat:DefaultsOnceScheduler"
 # Defaults for the beat schedule; they reach the database on migrate (see
 # cards.apps) and staff change them in the admin afterwards.
 CELERY_BEAT_SCHEDULE = {
@@ -214,6 +216,9 @@ EMAIL_BACKEND = os.environ.get(
     "DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
 )
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "study@localhost")
+EMAIL_FILE_PATH = os.environ.get("DJANGO_EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
+# A hung SMTP send must end well before a reminder claim can be taken over.
+EMAIL_TIMEOUT = int(os.environ.get("DJANGO_EMAIL_TIMEOUT", "30"))
 
 # --- Logging -----------------------------------------------------------------
 LOGGING = {
