@@ -4,6 +4,9 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+# Learners' records are shown, never edited, in the admin.
+from exercises.admin import ReadOnlyAdmin
+
 from . import (
     admin_beat,  # noqa: F401  (reminders sent)
     services,
@@ -97,17 +100,6 @@ class CardAdmin(admin.ModelAdmin):
             card_ids=list(queryset.values_list("id", flat=True)), active=False
         )
         self.message_user(request, f"Deactivated {count} card(s).", messages.SUCCESS)
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(ReviewState)

@@ -2,6 +2,8 @@
 
 from django.contrib import admin
 
+from exercises.admin import ReadOnlyAdmin
+
 from .models import Reminder
 
 
@@ -21,20 +23,10 @@ class SentFilter(admin.SimpleListFilter):
 
 
 @admin.register(Reminder)
-class ReminderAdmin(admin.ModelAdmin):
+class ReminderAdmin(ReadOnlyAdmin):
     list_display = ["learner", "study_day", "due_count", "sent_at"]
     list_filter = [SentFilter, "study_day"]
     search_fields = ["learner__username"]
     date_hierarchy = "study_day"
     list_select_related = ["learner"]
     ordering = ["-study_day", "learner__username"]
-
-    # A reminder is a record of an e-mail that went out: nothing to add, edit or delete.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

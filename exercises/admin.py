@@ -6,6 +6,8 @@ from exercises.models import Attempt, Exercise
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records that learners made: staff read them, nobody adds, edits or deletes them."""
+
     def has_add_permission(self, request):
         return False
 
