@@ -1,6 +1,8 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from . import views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -8,6 +10,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/", include("cards.urls")),
     path("api/v1/", include("exercises.urls")),
+    # Unknown API routes answer JSON, in debug mode too (where handler404 is not used).
+    re_path(r"^api/", views.api_not_found),
     path("", include("exercises.web_urls")),
     path("", include("cards.web_urls")),
 ]

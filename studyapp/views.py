@@ -4,6 +4,10 @@ from django.http import JsonResponse
 from django.views import defaults
 
 
+def api_not_found(request):
+    return JsonResponse({"detail": "Not found."}, status=404)
+
+
 def page_not_found(request, exception):
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)

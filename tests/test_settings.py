@@ -47,3 +47,14 @@ def test_development_defaults_fail_the_deployment_check():
     # The embedded defaults are for a laptop; the check must say so.
     result = run_manage("check", "--deploy", "--fail-level", "WARNING", env_overrides={})
     assert result.returncode != 0
+
+
+def test_unknown_api_routes_answer_json_404(client, settings):
+    for debug in (False, True):
+        settings.DEBUG = debug
+        response = client.get("/api/v1/no-such-thing/")
+        assert response.status_code == 404
+        assert response.json() == {"detail": "Not found."}
+    settings.DEBUG = False
+    page = client.get("/no-such-page/")
+    assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
