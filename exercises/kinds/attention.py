@@ -206,7 +206,7 @@ class AttentionKind(_AttentionFamily):
             scale,
             asks,
         )
-        return Generated(
+        return self.variant(
             prompt=prompt,
             inputs={
                 "Q": Qi.tolist(),
@@ -225,9 +225,6 @@ class AttentionKind(_AttentionFamily):
                 "weights": as_json(trace.weights),
                 "output": as_json(trace.output),
             },
-            rtol=self.rtol,
-            atol=self.atol,
-            max_attempts=self.max_attempts,
         )
 
 
@@ -314,7 +311,7 @@ class ProjectionKind(ExerciseKind):
                 "Round to three decimals or better.",
             ]
         )
-        return Generated(
+        return self.variant(
             prompt=prompt,
             inputs={
                 "X": Xi.tolist(),
@@ -338,9 +335,6 @@ class ProjectionKind(ExerciseKind):
                 "weights": as_json(trace.weights),
                 "output": as_json(trace.output),
             },
-            rtol=self.rtol,
-            atol=self.atol,
-            max_attempts=self.max_attempts,
         )
 
     def answers_under(self, inputs, recipe):
@@ -379,7 +373,7 @@ class _MaskedWeightsKind(_AttentionFamily):
             r"blocked entries set to $-\infty$, then the softmax of each row."
         )
         prompt = _attention_prompt(lead, Qi, Ki, Vi, mask, scale, asks)
-        return Generated(
+        return self.variant(
             prompt=prompt,
             inputs={
                 "Q": Qi.tolist(),
@@ -390,9 +384,6 @@ class _MaskedWeightsKind(_AttentionFamily):
             },
             asks=[{"name": "weights", "shape": [n, n]}],
             solution={"weights": as_json(trace.weights)},
-            rtol=self.rtol,
-            atol=self.atol,
-            max_attempts=self.max_attempts,
         )
 
 
@@ -506,7 +497,7 @@ class MultiHeadKind(ExerciseKind):
         solution["output"] = as_json(trace.output)
         asks = [{"name": f"weights_head_{i}", "shape": [n, n]} for i in range(h)]
         asks.append({"name": "output", "shape": [n, d_model]})
-        return Generated(
+        return self.variant(
             prompt=prompt,
             inputs={
                 "X": Xi.tolist(),
@@ -520,9 +511,6 @@ class MultiHeadKind(ExerciseKind):
             },
             asks=asks,
             solution=solution,
-            rtol=self.rtol,
-            atol=self.atol,
-            max_attempts=self.max_attempts,
         )
 
     def answers_under(self, inputs, recipe):

@@ -159,6 +159,25 @@ class ExerciseKind:
     atol: ClassVar[float] = DEFAULT_ATOL
     max_attempts: ClassVar[int] = DEFAULT_MAX_ATTEMPTS
 
+    def variant(
+        self,
+        *,
+        prompt: str,
+        inputs: dict[str, Any],
+        asks: list[dict[str, Any]],
+        solution: dict[str, Any],
+    ) -> Generated:
+        """One generated variant, checked with this kind's tolerance and attempts."""
+        return Generated(
+            prompt=prompt,
+            inputs=inputs,
+            asks=asks,
+            solution=solution,
+            rtol=self.rtol,
+            atol=self.atol,
+            max_attempts=self.max_attempts,
+        )
+
     def normalize_params(self, raw: Mapping[str, Any] | None) -> dict[str, Any]:
         """Validate ``raw`` and fill defaults; ``seed`` is kept when given."""
         if raw is None:

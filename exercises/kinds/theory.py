@@ -7,7 +7,6 @@ import numpy as np
 from exercises import engine
 from exercises.kinds.base import (
     ExerciseKind,
-    Generated,
     ParamSpec,
     as_json,
     register,
@@ -55,14 +54,11 @@ class ShapesKind(ExerciseKind):
             + "; ".join(words for _, words in SHAPE_PARTS)
             + "."
         )
-        return Generated(
+        return self.variant(
             prompt=prompt,
             inputs={"n": n, "d_model": d_model, "heads": h},
             asks=[{"name": name, "shape": [2]} for name, _ in SHAPE_PARTS],
             solution=solution,
-            rtol=self.rtol,
-            atol=self.atol,
-            max_attempts=self.max_attempts,
         )
 
     @staticmethod
@@ -116,14 +112,11 @@ class PositionalEncodingKind(ExerciseKind):
             + ", ".join(f"$pos = {p}$" for p in picked)
             + " (angles in radians; round to three decimals or better)."
         )
-        return Generated(
+        return self.variant(
             prompt=prompt,
             inputs={"d_model": d, "positions": picked},
             asks=[{"name": f"pe_{p}", "shape": [d]} for p in picked],
             solution={f"pe_{p}": as_json(table[p]) for p in picked},
-            rtol=self.rtol,
-            atol=self.atol,
-            max_attempts=self.max_attempts,
         )
 
     def answers_under(self, inputs, recipe):
@@ -166,7 +159,7 @@ class ScalingKind(ExerciseKind):
             r"softmax of the scaled scores $s/\sqrt{d_k}$ and (3) the softmax of the unscaled "
             "scores. Round to three decimals or better."
         )
-        return Generated(
+        return self.variant(
             prompt=prompt,
             inputs={"d_k": d_k, "scores": raw.tolist()},
             asks=[
@@ -179,9 +172,6 @@ class ScalingKind(ExerciseKind):
                 "weights_scaled": as_json(engine.softmax(s / np.sqrt(d_k))),
                 "weights_unscaled": as_json(engine.softmax(s)),
             },
-            rtol=self.rtol,
-            atol=self.atol,
-            max_attempts=self.max_attempts,
         )
 
     def answers_under(self, inputs, recipe):
@@ -247,7 +237,7 @@ class CostKind(ExerciseKind):
             r"forward, ignoring softmax and normalisation) goes to the $n \times n$ part "
             r"($QK^\top$ and $AV$)? Give it as a fraction between 0 and 1."
         )
-        return Generated(
+        return self.variant(
             prompt=prompt,
             inputs={"n": n, "d_model": d, "heads": h, "layers": L, "bytes_per_entry": b},
             asks=[
@@ -264,9 +254,6 @@ class CostKind(ExerciseKind):
                 "ffn_params": 8 * d * d,
                 "quadratic_share": round(quadratic_share(n, d), 12),
             },
-            rtol=self.rtol,
-            atol=self.atol,
-            max_attempts=self.max_attempts,
         )
 
     def answers_under(self, inputs, recipe):
