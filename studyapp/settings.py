@@ -122,6 +122,8 @@ STORAGES = {
     },
 }
 
+CSRF_FAILURE_VIEW = "studyapp.views.csrf_failure"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"

@@ -1,9 +1,11 @@
 """Error pages: JSON under /api/, HTML elsewhere."""
 
 from django.http import JsonResponse
-from django.views import defaults
+from django.views import csrf, defaults
+from django.views.decorators.csrf import csrf_exempt
 
 
+@csrf_exempt  # a 404 changes nothing; it must not turn into an HTML CSRF page
 def api_not_found(request):
     return JsonResponse({"detail": "Not found."}, status=404)
 
@@ -24,3 +26,9 @@ def bad_request(request, exception):
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Bad request."}, status=400)
     return defaults.bad_request(request, exception)
+
+
+def csrf_failure(request, reason=""):
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": f"CSRF check failed: {reason}"}, status=403)
+    return csrf.csrf_failure(request, reason=reason)

@@ -58,3 +58,14 @@ def test_unknown_api_routes_answer_json_404(client, settings):
     settings.DEBUG = False
     page = client.get("/no-such-page/")
     assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
+
+
+def test_unknown_api_routes_answer_json_even_to_cookie_posts(make_user, client):
+    from django.test import Client
+
+    user = make_user("cookie")
+    csrf_client = Client(enforce_csrf_checks=True)
+    csrf_client.force_login(user)
+    response = csrf_client.put("/api/v1/cards/%C2%84/", "{}", content_type="application/json")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found."}
