@@ -28,7 +28,9 @@ Exactly once
     value changed was taken over and is skipped), and stamps ``sent_at`` right
     after each send. A claim left unsent by a crash (``sent_at`` NULL) is taken
     over once its lease is ``retry_after`` old, by a conditional ``UPDATE`` only
-    one pass can win. A single send must take less than ``retry_after`` (set
+    one pass can win; it counts the due cards afresh and skips a learner with
+    none left. A failed send (an SMTP error) leaves its claim unsent, so it is
+    retried that way; several failures in a row end the pass. A single send must take less than ``retry_after`` (set
     ``EMAIL_TIMEOUT``), or a slow pass and its successor may both send it.
     A crash between handing a message to the mail server and stamping ``sent_at``
     sends that one reminder twice; nothing can close that gap with SMTP.
@@ -41,6 +43,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage, get_connection
@@ -57,6 +60,18 @@ DEFAULT_BATCH_SIZE = 500
 # Far longer than sending one batch takes, so a slow pass is never overtaken.
 DEFAULT_RETRY_AFTER = dt.timedelta(minutes=10)
 GROUPS_PER_STATEMENT = 250
+# Failed sends in a row after which a pass stops: the mail server is most likely
+# down, and every further try could wait out a whole connection timeout. The claims
+# left unsent are retried after ``retry_after``, unclaimed learners by the next pass.
+MAX_CONSECUTIVE_FAILURES = 3
+
+
+class MailUnavailable(Exception):
+    """Several sends in a row failed; ``sent`` counts what the batch sent before."""
+
+    def __init__(self, sent: int):
+        self.sent = sent
+        super().__init__(f"{MAX_CONSECUTIVE_FAILURES} reminders in a row could not be sent")
 
 
 @dataclass(frozen=True)
@@ -100,6 +115,19 @@ def due_groups(*, at: dt.datetime) -> list[tuple[str, int, int, dt.date]]:
     return groups
 
 
+def _due_count_sql(learner: str, day: str) -> str:
+    """SQL counting what :func:`cards.selectors.due_count` counts; one parameter (True).
+
+    Active cards of enrolled decks due on or before ``day``: the number the e-mail gives.
+    """
+    return f"""(
+        SELECT COUNT(*) FROM cards_reviewstate s
+        JOIN cards_card c ON c.id = s.card_id AND c.is_active = %s
+        JOIN cards_enrollment e ON e.learner_id = s.learner_id AND e.deck_id = c.deck_id
+        WHERE s.learner_id = {learner} AND s.due_on <= {day}
+    )"""
+
+
 def _as_claims(rows) -> list[Claim]:
     # SQLite hands dates back as ISO strings from a raw cursor.
     return [
@@ -120,12 +148,8 @@ def _claim_new(*, table: str, table_params: list, at, after: int, up_to: int | N
     sql = f"""
         INSERT INTO cards_reminder (learner_id, study_day, due_count, sent_at, created_at)
         SELECT learner_id, study_day, due_count, NULL, %s FROM (
-            SELECT p.user_id AS learner_id, g.study_day AS study_day, (
-                SELECT COUNT(*) FROM cards_reviewstate s
-                JOIN cards_card c ON c.id = s.card_id AND c.is_active = %s
-                JOIN cards_enrollment e ON e.learner_id = s.learner_id AND e.deck_id = c.deck_id
-                WHERE s.learner_id = p.user_id AND s.due_on <= g.study_day
-            ) AS due_count
+            SELECT p.user_id AS learner_id, g.study_day AS study_day,
+                {_due_count_sql("p.user_id", "g.study_day")} AS due_count
             FROM cards_learnerprofile p
             JOIN {user_table} u ON u.id = p.user_id
             JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
@@ -153,13 +177,18 @@ def _reclaim_stale(*, table: str, table_params: list, at, retry_after: dt.timede
     """Take over claims left unsent for ``retry_after``, for reminders still due today.
 
     The condition on ``created_at`` is re-checked under the row lock, so of two
-    passes racing here only the first re-stamps (and sends) a given row.
+    passes racing here only the first re-stamps (and sends) a given row. The count
+    is taken afresh, as the learner may have reviewed since the claim; a claim with
+    nothing due any more is left alone (and sent should cards fall due again that day).
     """
     ops = connection.ops
     user_table = get_user_model()._meta.db_table
+    learner, day = "cards_reminder.learner_id", "cards_reminder.study_day"
     sql = f"""
-        UPDATE cards_reminder SET created_at = %s
+        UPDATE cards_reminder
+        SET created_at = %s, due_count = {_due_count_sql(learner, day)}
         WHERE sent_at IS NULL AND created_at < %s
+          AND {_due_count_sql(learner, day)} > 0
           AND EXISTS (
               SELECT 1 FROM cards_learnerprofile p
               JOIN {user_table} u ON u.id = p.user_id
@@ -173,7 +202,9 @@ def _reclaim_stale(*, table: str, table_params: list, at, retry_after: dt.timede
     """
     params = [
         ops.adapt_datetimefield_value(at),
+        True,
         ops.adapt_datetimefield_value(at - retry_after),
+        True,
         *table_params,
         True,
         True,
@@ -228,20 +259,30 @@ def _renew(reminder_ids: list[int], *, lease: dt.datetime, now: dt.datetime) -> 
         return {row[0] for row in cursor.fetchall()}
 
 
+def _close_quietly(mail) -> None:
+    try:
+        mail.close()
+    except Exception:
+        logger.warning("Closing the mail connection failed", exc_info=True)
+
+
 def _deliver(claims: list[Claim], *, lease: dt.datetime, clock, retry_after: dt.timedelta) -> int:
     """Send each claimed reminder and stamp it; a failed send stays claimed for a retry.
 
     ``lease`` is the claim time this pass wrote. While the batch is being sent,
     the claims not yet sent are renewed every quarter of ``retry_after``, so no
     other pass sees them as abandoned, and any row found taken over is skipped.
+    A failed send closes the connection, so the next message gets a fresh one;
+    ``MAX_CONSECUTIVE_FAILURES`` in a row raise ``MailUnavailable``.
     """
     if not claims:
         return 0
     users = get_user_model().objects.in_bulk([c.learner_id for c in claims])
     held = {c.reminder_id for c in claims}
     renew_every = retry_after / 4
-    sent = 0
-    with get_connection() as mail:
+    sent = failures = 0
+    mail = get_connection()
+    try:
         for position, claim in enumerate(claims):
             now = clock()
             if now - lease >= renew_every:
@@ -255,19 +296,32 @@ def _deliver(claims: list[Claim], *, lease: dt.datetime, clock, retry_after: dt.
             if learner is None or claim.reminder_id not in held:
                 continue
             try:
+                mail.open()  # a no-op while open; reconnects after a failed send
                 reminder_message(learner=learner, claim=claim, mail_connection=mail).send()
+            except SoftTimeLimitExceeded:
+                # The task must stop now; this claim is retried after retry_after.
+                raise
             except Exception:
                 logger.exception(
                     "Reminder to learner %s for %s not sent; it will be retried",
                     claim.learner_id,
                     claim.study_day,
                 )
+                # A failed conversation can leave the connection unusable (SMTP
+                # keeps a dropped socket), which would fail every later message.
+                _close_quietly(mail)
+                failures += 1
+                if failures >= MAX_CONSECUTIVE_FAILURES:
+                    raise MailUnavailable(sent) from None
                 continue
+            failures = 0
             # Stamped one by one: a crash mid-batch then resends at most one message.
             Reminder.objects.filter(pk=claim.reminder_id, sent_at__isnull=True).update(
                 sent_at=clock()
             )
             sent += 1
+    finally:
+        _close_quietly(mail)
     return sent
 
 
@@ -292,21 +346,30 @@ def send_due_reminders(
         return at + dt.timedelta(seconds=time.monotonic() - started)
 
     sent = 0
-    for start in range(0, len(groups), GROUPS_PER_STATEMENT):
-        table, table_params = groups_table(
-            groups[start : start + GROUPS_PER_STATEMENT], ("tz", "day_start", "hour", "study_day")
-        )
-        lease = clock()
-        stale = _reclaim_stale(
-            table=table, table_params=table_params, at=lease, retry_after=retry_after
-        )
-        sent += _deliver(stale, lease=lease, clock=clock, retry_after=retry_after)
-        for after, up_to in id_ranges(_recipients(), "user_id", batch_size):
-            lease = clock()
-            claims = _claim_new(
-                table=table, table_params=table_params, at=lease, after=after, up_to=up_to
+    try:
+        for start in range(0, len(groups), GROUPS_PER_STATEMENT):
+            table, table_params = groups_table(
+                groups[start : start + GROUPS_PER_STATEMENT],
+                ("tz", "day_start", "hour", "study_day"),
             )
-            sent += _deliver(claims, lease=lease, clock=clock, retry_after=retry_after)
+            lease = clock()
+            stale = _reclaim_stale(
+                table=table, table_params=table_params, at=lease, retry_after=retry_after
+            )
+            sent += _deliver(stale, lease=lease, clock=clock, retry_after=retry_after)
+            for after, up_to in id_ranges(_recipients(), "user_id", batch_size):
+                lease = clock()
+                claims = _claim_new(
+                    table=table, table_params=table_params, at=lease, after=after, up_to=up_to
+                )
+                sent += _deliver(claims, lease=lease, clock=clock, retry_after=retry_after)
+    except MailUnavailable as exc:
+        sent += exc.sent
+        logger.error(
+            "Stopped the reminder pass after %s; unsent claims are retried after %s",
+            exc,
+            retry_after,
+        )
     if sent:
         logger.info("Sent %d review reminders", sent)
     return sent

@@ -38,7 +38,8 @@ def zone_or_utc(name: str) -> ZoneInfo:
     """The learner's zone; a name the zone database does not know counts as UTC."""
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    # A name such as "America" reaches a folder of the zone database: OSError.
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         logger.warning("Unknown time zone %r in a learner profile; using UTC", name)
         return ZoneInfo("UTC")
 
