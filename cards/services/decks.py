@@ -110,27 +110,97 @@ class ImportReport:
 # --- Parsing ----------------------------------------------------------------------
 
 
+def _is_source(data: Any) -> bool:
+    """Whether ``data`` is something to read (a path, text, bytes, a stream), not a document."""
+    return isinstance(data, (str, bytes, os.PathLike)) or hasattr(data, "read")
+
+
+def _at(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _yaml_duplicates(node: yaml.Node, path: str = "") -> list[str]:
+    """Keys given twice in one mapping of a composed YAML document, named by path and lines.
+
+    PyYAML keeps the last value without a word; a content author would lose the first.
+    """
+    errors: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        first_line: dict[tuple[str, str], int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+            if isinstance(key_node, yaml.ScalarNode) and key != "<<":
+                line = key_node.start_mark.line + 1
+                first = first_line.get((key_node.tag, key))
+                if first is None:
+                    first_line[(key_node.tag, key)] = line
+                else:
+                    errors.append(f"{_at(path, key)}: given twice (lines {first} and {line}); keep one")  # fmt: skip
+            errors += _yaml_duplicates(value_node, _at(path, key))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            errors += _yaml_duplicates(item, f"{path}[{index}]")
+    return errors
+
+
+class _JsonObject(dict):
+    """A JSON object that remembers the names it was given more than once."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict:
+    obj = _JsonObject(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        obj.repeated = tuple(dict.fromkeys(k for k, _ in pairs if k in seen or seen.add(k)))
+    return obj
+
+
+def _json_duplicates(value: Any, path: str = "") -> list[str]:
+    errors: list[str] = []
+    if isinstance(value, dict):
+        errors += [
+            f"{_at(path, key)}: given more than once; keep one"
+            for key in getattr(value, "repeated", ())
+        ]
+        for key, item in value.items():
+            errors += _json_duplicates(item, _at(path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            errors += _json_duplicates(item, f"{path}[{index}]")
+    return errors
+
+
+_EMPTY = "the file is empty; expected a mapping with format, deck and cards"
+
+
 def deck_load(source: Any, *, name: str | None = None) -> Any:
     """Parse a deck file from a path, text, bytes or an open stream.
 
     JSON is chosen by a ``.json`` name, YAML by ``.yaml``/``.yml``; otherwise a
     document starting with ``{`` or ``[`` is read as JSON and anything else as YAML.
-    Raises ``DeckFileError`` with the line and column of a syntax error.
+    Raises ``DeckFileError`` with the line and column of a syntax error, for an
+    empty file, and for a key given twice in one mapping (named by entry and field).
+    A UTF-8 byte order mark, as some editors write, is skipped.
     """
     if isinstance(source, os.PathLike):
         path = Path(source)
         name = name or path.name
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     elif isinstance(source, bytes):
-        text = source.decode("utf-8")
+        text = source.decode("utf-8-sig")
     elif isinstance(source, str):
         text = source
     elif hasattr(source, "read"):
         name = name or getattr(source, "name", None)
         raw = source.read()
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
     else:
         raise DeckFileError([f"expected a deck file, got {type(source).__name__}"])
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise DeckFileError([_EMPTY])
 
     suffix = Path(str(name)).suffix.lower() if name else ""
     is_json = suffix == ".json" or (
@@ -138,19 +208,31 @@ def deck_load(source: Any, *, name: str | None = None) -> Any:
     )
     if is_json:
         try:
-            return json.loads(text)
+            document = json.loads(text, object_pairs_hook=_json_object)
         except json.JSONDecodeError as exc:
             raise DeckFileError(
                 [f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]
             ) from exc
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        duplicates = _json_duplicates(document)
+        if duplicates:
+            raise DeckFileError(duplicates)
+        return document
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+        node = loader.get_single_node()
+        if node is None:  # only comments or blank lines
+            raise DeckFileError([_EMPTY])
+        duplicates = _yaml_duplicates(node)
+        if duplicates:
+            raise DeckFileError(duplicates)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise DeckFileError([f"not valid YAML: {where}{problem}"]) from exc
+    finally:
+        loader.dispose()
 
 
 # --- Validation -------------------------------------------------------------------
@@ -185,6 +267,13 @@ def _math_problem(text: str, cache: dict[tuple[str, bool], bool]) -> str | None:
         if cache[(tex, display)]:
             return tex
     return None
+
+
+def _nul_error(where: str, value: Any) -> list[str]:
+    # PostgreSQL text cannot hold NUL; left alone it fails the import with a database error.
+    if isinstance(value, str) and "\x00" in value:
+        return [f"{where}: contains a NUL character (\\x00); remove it"]
+    return []
 
 
 def _derived_key(prompt: str, taken: set[str]) -> str:
@@ -266,6 +355,7 @@ def deck_validate(
             description = ""
         if not isinstance(description, str) or len(description) > MAX_TEXT_CHARS:
             errors.append(f"deck.description: expected text of at most {MAX_TEXT_CHARS} characters, got {_type_name(description)}")  # fmt: skip
+        errors += _nul_error("deck.title", title) + _nul_error("deck.description", description)
 
     entries = data.get("cards")
     if not isinstance(entries, list):
@@ -313,6 +403,9 @@ def deck_validate(
                 continue
             if len(value) > MAX_TEXT_CHARS:
                 entry_errors.append(f"{at}.{name}: expected at most {MAX_TEXT_CHARS} characters, got {len(value)}")  # fmt: skip
+                continue
+            if nul := _nul_error(f"{at}.{name}", value):
+                entry_errors += nul
                 continue
             if "$" in value:
                 formulas.append((index, name, value))
@@ -437,7 +530,7 @@ def deck_import(
     list are deactivated (they leave queues; their history stays). ``progress`` is
     called with the number of cards handled after each chunk.
     """
-    if not isinstance(data, Mapping):
+    if _is_source(data):
         data = deck_load(data, name=name)
     spec = deck_validate(data, stored_texts=_stored_texts)
     now = timezone.now()

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from cards.services.decks import DeckFileError, deck_import, deck_load
+from cards.services.decks import DeckFileError, deck_import, deck_load, deck_validate
 
 # Small files import in a blink; a bar would only add noise.
 PROGRESS_MIN_CARDS = 200
@@ -57,6 +57,8 @@ class Command(BaseCommand):
         path = options["file"]
         try:
             document = deck_load(sys.stdin if path == "-" else Path(path))
+            if not isinstance(document, dict):
+                deck_validate(document)  # names what the file holds instead of a mapping
         except FileNotFoundError as exc:
             raise CommandError(f"{path}: no such file") from exc
         except (OSError, UnicodeDecodeError) as exc:
