@@ -1,5 +1,6 @@
 """Staff screens: decks and cards editable, learner progress read-only."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
@@ -137,8 +138,20 @@ class EnrollmentAdmin(ReadOnlyAdmin):
     search_fields = ["learner__username"]
 
 
+class LearnerProfileForm(forms.ModelForm):
+    timezone = forms.ChoiceField(
+        choices=[(name, name) for name in sorted(services.timezone_names())],
+        help_text="IANA time zone name.",
+    )
+
+    class Meta:
+        model = LearnerProfile
+        fields = ["user", "timezone", "day_starts_at", "reminders", "reminder_hour"]
+
+
 @admin.register(LearnerProfile)
 class LearnerProfileAdmin(admin.ModelAdmin):
+    form = LearnerProfileForm
     list_display = ["user", "timezone", "day_starts_at", "reminders", "reminder_hour"]
     list_filter = ["reminders", "day_starts_at"]
     search_fields = ["user__username", "timezone"]

@@ -93,3 +93,17 @@ def test_learners_cannot_reach_the_admin(client, learner):
     client.force_login(learner)
     response = client.get(reverse("admin:cards_card_changelist"))
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_profile_admin_accepts_only_real_time_zones(admin_client, learner):
+    url = reverse("admin:cards_learnerprofile_change", args=[learner.profile.pk])
+    form = {"user": learner.pk, "day_starts_at": 4, "reminders": "on", "reminder_hour": 9}
+    refused = admin_client.post(url, {**form, "timezone": "America"})
+    assert refused.status_code == 200  # the form comes back with its error
+    assert "timezone" in refused.context["adminform"].form.errors
+    learner.profile.refresh_from_db()
+    assert learner.profile.timezone == "UTC"
+    accepted = admin_client.post(url, {**form, "timezone": "America/Chicago"})
+    assert accepted.status_code == 302
+    learner.profile.refresh_from_db()
+    assert learner.profile.timezone == "America/Chicago"
