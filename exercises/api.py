@@ -43,6 +43,14 @@ PAGE_404 = OpenApiResponse(DetailErrorSerializer, description="No such page.")
 PAGE_400 = OpenApiResponse(VALIDATION_ERROR_SCHEMA, description="Bad page size.")
 
 
+class NonFiniteJSONParser(JSONParser):
+    """JSON that also reads the NaN and Infinity literals Python's json.dumps writes by
+    default, so the field that holds one is named in the 400 instead of a parse error.
+    Every number is then checked to be finite where it is used."""
+
+    strict = False
+
+
 ID_PARAM = OpenApiParameter(
     "exercise_id", int, OpenApiParameter.PATH, description="The exercise's id."
 )
@@ -150,7 +158,7 @@ class ExerciseDetailView(APIView):
 class ExerciseSubmitView(APIView):
     """Submit answers. Subclasses may override ``submit`` to add to what a submission does."""
 
-    parser_classes = [JSONParser]
+    parser_classes = [NonFiniteJSONParser]
 
     @extend_schema(
         operation_id="exercises_submit",
@@ -219,7 +227,7 @@ class AttemptsExhaustedConflict(ValidationError):
 
 
 class AttentionPlaygroundView(APIView):
-    parser_classes = [JSONParser]
+    parser_classes = [NonFiniteJSONParser]
 
     @extend_schema(
         operation_id="attention_playground",

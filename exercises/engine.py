@@ -3,7 +3,8 @@
 No Django, no clock, no hidden randomness: a function that needs random numbers
 takes an ``rng: np.random.Generator``. Every function writes its shapes down,
 picoGPT style, as ``# inputs -> outputs``; ``...`` stands for any leading batch
-or head axes, which broadcast the way ``np.matmul`` broadcasts them.
+or head axes, which broadcast the way ``np.matmul`` broadcasts them. Operands of any
+real dtype (integers, float16, float32) are computed and returned in float64.
 
 Mask convention, used by every function here: a mask is a boolean array that
 broadcasts to the score shape ``(..., n_q, n_k)``; ``True`` means *blocked*:
@@ -75,7 +76,8 @@ def _as_float_array(name: str, x) -> np.ndarray:
         raise ValueError(f"{name} is ragged: every row needs the same number of entries") from exc
     kind = arr.dtype.kind
     if kind == "f":
-        return arr
+        # Half precision overflows at 65504 and single at 3e38: compute in float64 always.
+        return arr.astype(np.float64, copy=False)
     if kind in "iu":
         return arr.astype(np.float64)
     if kind == "b":
@@ -86,8 +88,8 @@ def _as_float_array(name: str, x) -> np.ndarray:
 
 
 def _operand(name: str, x) -> np.ndarray:
-    # (..., rows, cols) -> the same as a float ndarray; the common case costs two attribute reads.
-    if type(x) is not np.ndarray or x.dtype.kind != "f":
+    # (..., rows, cols) -> the same as a float64 ndarray; the common case costs two attribute reads.
+    if type(x) is not np.ndarray or x.dtype != np.float64:
         x = _as_float_array(name, x)
     if x.ndim < 2:
         raise ValueError(f"{name} must be a matrix (..., rows, columns); got shape {x.shape}")
@@ -256,11 +258,11 @@ def scaled_dot_product_attention(
     # mask: bool broadcastable to (..., n_q, n_k), True = blocked.
     # scale: True divides the scores by sqrt(d_k), False leaves them, a number multiplies them.
     # The checks are written inline: at hand-sized n they cost as much as the arithmetic.
-    if type(Q) is not np.ndarray or Q.dtype.kind != "f" or Q.ndim < 2 or not Q.size:
+    if type(Q) is not np.ndarray or Q.dtype != np.float64 or Q.ndim < 2 or not Q.size:
         Q = _operand("Q", Q)
-    if type(K) is not np.ndarray or K.dtype.kind != "f" or K.ndim < 2 or not K.size:
+    if type(K) is not np.ndarray or K.dtype != np.float64 or K.ndim < 2 or not K.size:
         K = _operand("K", K)
-    if type(V) is not np.ndarray or V.dtype.kind != "f" or V.ndim < 2 or not V.size:
+    if type(V) is not np.ndarray or V.dtype != np.float64 or V.ndim < 2 or not V.size:
         V = _operand("V", V)
     d_k = Q.shape[-1]
     n_k = K.shape[-2]
@@ -307,6 +309,10 @@ def scaled_dot_product_attention(
     out = np.matmul(s, V)
     out /= s.sum(axis=-1, keepdims=True)
     if not _all_finite(out):
+        # Unnormalised weights sum to as much as n_k, so values near the float limit can
+        # overflow before the division: normalise the weights first and look again.
+        s /= s.sum(axis=-1, keepdims=True)
+        out = np.matmul(s, V)
         _check_output(out)
     return out
 

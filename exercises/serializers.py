@@ -7,6 +7,7 @@ a 400, so what the schema says is exactly what is accepted.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -137,7 +138,29 @@ PROJECTED = ("X", "W_Q", "W_K", "W_V")
 DIRECT = ("Q", "K", "V")
 
 
-class PlaygroundRequestSerializer(serializers.Serializer):
+class RefusesUnknownFields(serializers.Serializer):
+    """A body field the serializer does not know is a 400, not silently dropped: a
+    misspelt option would otherwise change the answer without a word."""
+
+    unknown_hint = ""
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = [str(name) for name in data if name not in self.fields]
+            if unknown:
+                expected = ", ".join(self.fields)
+                raise serializers.ValidationError(
+                    {
+                        name: [f"Unknown field; expected only {expected}.{self.unknown_hint}"]
+                        for name in unknown
+                    }
+                )
+        return super().to_internal_value(data)
+
+
+class PlaygroundRequestSerializer(RefusesUnknownFields):
+    """Either {Q, K, V} or {X, W_Q, W_K, W_V}, with an optional mask and scale."""
+
     Q = MatrixField(required=False, help_text="Queries (n_q, d_k).")
     K = MatrixField(required=False, help_text="Keys (n_k, d_k).")
     V = MatrixField(required=False, help_text="Values (n_k, d_v).")
@@ -213,9 +236,10 @@ class PlaygroundResponseSerializer(serializers.Serializer):
 # --- Exercises ------------------------------------------------------------------------
 
 
-class ExerciseCreateSerializer(serializers.Serializer):
+class ExerciseCreateSerializer(RefusesUnknownFields):
     """``{kind, params}``; ``params`` are checked by the kind (see ``exercises/kinds/``)."""
 
+    unknown_hint = " Parameters, the seed among them, go inside params."
     kind = serializers.ChoiceField(choices=list(KINDS))
     params = serializers.JSONField(required=False, default=dict)
 
@@ -247,7 +271,11 @@ class ExerciseCreateSchema(OpenApiSerializerExtension):
         return {
             "type": "object",
             "required": ["kind"],
-            "properties": {"kind": {"type": "string", "enum": list(KINDS)}},
+            "properties": {
+                "kind": {"type": "string", "enum": list(KINDS)},
+                "params": {"type": "object", "description": "The kind's parameters."},
+            },
+            "additionalProperties": False,
             "oneOf": branches,
             "description": "A kind and its parameters; see GET exercises/kinds/.",
         }
@@ -297,10 +325,28 @@ class ExerciseSerializer(serializers.Serializer):
         return solution_if_revealed(obj)
 
 
+@extend_schema_field(ANY_JSON)
+class AnswerValueField(serializers.Field):
+    """Any parsed JSON value, unchanged: ``exercises.checking`` judges it against the part's
+    shape, so that NaN, infinity (1e400 parses to it) and null are reported by part."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_null=True, **kwargs)
+
+    def validate_empty_values(self, data):
+        return (False, data)
+
+    def to_internal_value(self, data):
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
 class SubmitSerializer(serializers.Serializer):
     answers = serializers.DictField(
-        # null passes here so that it is reported per part, after the exercise is found.
-        child=serializers.JSONField(allow_null=True),
+        # Everything passes here so that it is reported per part, after the exercise is found.
+        child=AnswerValueField(),
         allow_empty=True,
         help_text="Part name -> a number, a list of numbers, or a list of rows.",
     )
@@ -388,6 +434,7 @@ class PlaygroundRequestSchema(OpenApiSerializerExtension):
 
     def map_serializer(self, auto_schema, direction):
         schema = auto_schema._map_basic_serializer(self.target, direction)
+        schema["additionalProperties"] = False
         schema["oneOf"] = [
             {"required": list(DIRECT), "not": {"anyOf": [{"required": [n]} for n in PROJECTED]}},
             {"required": list(PROJECTED), "not": {"anyOf": [{"required": [n]} for n in DIRECT]}},
