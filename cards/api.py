@@ -48,6 +48,7 @@ DETAIL = OpenApiResponse(
     response={"type": "object", "properties": {"detail": {"type": "string"}}},
     description="An error with a message.",
 )
+BIGINT_MAX = 2**63 - 1
 IDEMPOTENCY_KEY_RE = re.compile(r"^[!-~]{1,255}$")
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
@@ -232,7 +233,9 @@ class CardViewSet(viewsets.ModelViewSet):
         return cards
 
     def get_object(self):
-        if int(self.kwargs["pk"]) > 2**63 - 1:
+        # Compare as text first: int() refuses strings of more than 4300 digits.
+        raw = self.kwargs["pk"].lstrip("0")
+        if len(raw) > len(str(BIGINT_MAX)) or (raw and int(raw) > BIGINT_MAX):
             raise NotFound()
         return super().get_object()
 
@@ -309,7 +312,7 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     def get_queryset(self):
         card_id = _int_param(self.request, "card")
-        if card_id is not None and not 1 <= card_id <= 2**63 - 1:
+        if card_id is not None and not 1 <= card_id <= BIGINT_MAX:
             return ReviewLog.objects.none()  # no card has such an id
         return selectors.review_history(learner=self.request.user, card_id=card_id)
 

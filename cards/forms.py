@@ -56,5 +56,6 @@ class ProfileForm(forms.Form):
 
 
 class ReviewForm(forms.Form):
-    card = forms.IntegerField(min_value=1)
+    # The upper bound is the largest id a row can have; beyond it SQLite overflows.
+    card = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     result = forms.ChoiceField(choices=[("pass", "Good"), ("fail", "Again")])

@@ -12,7 +12,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -21,12 +21,14 @@ from django.views.decorators.http import require_http_methods, require_POST
 from exercises import services as exercise_services
 from exercises import views as exercise_views
 from exercises.checking import AnswerError
+from exercises.models import Exercise
 
 from . import selectors, services
 from .forms import ProfileForm, ReviewForm, SignUpForm
 from .models import Card, Deck
 
 HISTORY_WEEKS = 26
+REVIEW_BATCH = 20  # due cards read at a time while looking for one that can be shown
 
 
 def _today(user) -> dt.date:
@@ -173,8 +175,7 @@ def review(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _review_post(request)
     today = _today(learner)
-    due = selectors.due_reviews(learner=learner, today=today)
-    state = due.first()
+    state, exercise, skipped = _next_reviewable(learner, today)
     if state is None:
         return render(
             request,
@@ -185,7 +186,6 @@ def review(request: HttpRequest) -> HttpResponse:
     context = {"state": state, "card": state.card, "today": today, "due": count}
     context.update(_session_progress(learner, today, count))
     if state.card.kind == Card.Kind.EXERCISE:
-        exercise = services.exercise_for_review(learner=learner, card=state.card, today=today)
         if exercise is None:
             # The card's exercise spec is broken (logged by the service); say so plainly.
             context["exercise_unavailable"] = True
@@ -195,7 +195,32 @@ def review(request: HttpRequest) -> HttpResponse:
                     exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
                 )
             )
+    context["skipped"] = skipped
     return render(request, "cards/review.html", context)
+
+
+def _next_reviewable(learner, today: dt.date):
+    """``(state, exercise, skipped)``: the oldest due card that can be reviewed now.
+
+    An exercise card whose spec cannot generate an exercise would otherwise sit at
+    the head of the queue and hide every card behind it, so it is passed over (and
+    counted in ``skipped``) while anything else is due; alone, it is shown as broken.
+    """
+    due = selectors.due_reviews(learner=learner, today=today)
+    first = None
+    skipped = 0
+    while True:
+        batch = list(due[skipped : skipped + REVIEW_BATCH])
+        for state in batch:
+            if state.card.kind != Card.Kind.EXERCISE:
+                return state, None, skipped
+            exercise = services.exercise_for_review(learner=learner, card=state.card, today=today)
+            if exercise is not None:
+                return state, exercise, skipped
+            first = first or state
+            skipped += 1
+        if len(batch) < REVIEW_BATCH:
+            return first, None, 0
 
 
 def _review_post(request: HttpRequest) -> HttpResponse:
@@ -239,12 +264,18 @@ def _review_post(request: HttpRequest) -> HttpResponse:
 @require_POST
 def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
     exercise = exercise_views.owned_exercise(request, pk)
+    if exercise.attempts_used >= exercise.max_attempts:
+        # Closed whatever the cells hold, as the API answers 409 before reading the body.
+        messages.warning(request, str(exercise_services.AttemptsExhausted(exercise)))
+        return redirect("exercise-page", pk=exercise.pk)
     answers, typed, problems = exercise_views.parse_answer_cells(exercise.asks, request.POST)
     if not problems:
         try:
             outcome = services.exercise_review_submit(
                 learner=request.user, exercise_id=exercise.pk, answers=answers, at=timezone.now()
             )
+        except Exercise.DoesNotExist:
+            raise Http404("No such exercise.") from None  # purged since the page was read
         except exercise_services.AttemptsExhausted as exc:
             messages.warning(request, str(exc))
             return redirect("exercise-page", pk=exercise.pk)

@@ -44,9 +44,14 @@ def cell_words(part: str, index: tuple[int, ...]) -> str:
     return part
 
 
+MAX_CELL_CHARS = 64  # far more than any hand-typed number needs
+
+
 def parse_number(text: str) -> float | None:
     """A typed number; a comma decimal and the minus sign U+2212 are accepted."""
     cleaned = text.strip().replace("−", "-").replace(",", ".")
+    if len(cleaned) > MAX_CELL_CHARS:
+        return None  # never read a prefix of an over-long entry as the number meant
     try:
         value = float(cleaned)
     except ValueError:
@@ -72,11 +77,16 @@ def parse_answer_cells(asks: list[dict], data) -> tuple[dict, dict, dict[str, li
         numbers: dict[tuple[int, ...], float] = {}
         raw: dict[tuple[int, ...], str] = {}
         for index in cell_indices(shape):
-            text = str(data.get(cell_field(name, index), ""))[:64]
-            raw[index] = text
+            text = str(data.get(cell_field(name, index), ""))
+            raw[index] = text[:MAX_CELL_CHARS]
             value = parse_number(text)
             if value is None:
-                what = "is empty" if not text.strip() else f"is {text!r}"
+                if not text.strip():
+                    what = "is empty"
+                elif len(text.strip()) > MAX_CELL_CHARS:
+                    what = f"is longer than {MAX_CELL_CHARS} characters"
+                else:
+                    what = f"is {text!r}"
                 problems.setdefault(name, []).append(
                     f"{cell_words(name, index)} {what}; enter a number such as 0.25."
                 )
@@ -429,9 +439,10 @@ def playground_entry(data) -> dict[str, Any]:
         for i in range(rows):
             row = []
             for j in range(cols):
-                text = str(data.get(f"{name}-{i}-{j}", ""))[:64]
+                text = str(data.get(f"{name}-{i}-{j}", ""))
                 value = 0.0 if not text.strip() else parse_number(text)
                 if value is None:
+                    text = text[:MAX_CELL_CHARS]
                     errors.append(
                         f"{name} row {i + 1} column {j + 1}: expected a number, got {text!r}."
                     )
