@@ -489,7 +489,9 @@ class MultiHeadKind(ExerciseKind):
                 f"Compute each head's weights (scores divided by {scale_words}, masked keys set "
                 r"to $-\infty$, softmax per row) and the block's output: the heads' outputs "
                 r"concatenated in order, times $W_O$.",
-                "Round to three decimals or better.",
+                # W_O sums many head outputs: rounding each step adds up past the tolerance.
+                "Keep full precision through the steps (or at least four decimals) and round "
+                "only the answers, to three decimals or better.",
             ]
         )
         weights = np.asarray(trace.weights)
