@@ -13,7 +13,7 @@ class StrictPageNumberPagination(PageNumberPagination):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        size = int(raw) if raw.isascii() and raw.isdigit() else 0
+        size = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 4 else 0
         if not 1 <= size <= self.max_page_size:
             raise ValidationError(
                 {
@@ -28,7 +28,7 @@ class StrictPageNumberPagination(PageNumberPagination):
         raw = request.query_params.get(self.page_query_param)
         if raw is None:
             return 1
-        if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+        if not raw.isascii() or not raw.isdigit() or len(raw) > 18 or int(raw) < 1:
             raise ValidationError(
                 {self.page_query_param: [f"Expected a page number from 1, got {raw!r}."]}
             )

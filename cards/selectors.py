@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 from django.conf import settings
 from django.db.models import Count, Exists, Min, OuterRef, Prefetch, Q, QuerySet
 
 from . import ladder
 from .models import Card, Deck, Enrollment, LearnerProfile, ReviewLog, ReviewState, Tag
+
+logger = logging.getLogger(__name__)
 
 FORECAST_DAYS = 30
 RETENTION_DAYS = 30
@@ -25,7 +28,16 @@ def learner_profile(user) -> LearnerProfile:
 
 def learner_today(*, learner, at: dt.datetime) -> dt.date:
     profile = learner_profile(learner)
-    return ladder.study_day(at, profile.timezone, profile.day_starts_at)
+    try:
+        return ladder.study_day(at, profile.timezone, profile.day_starts_at)
+    except (ValueError, OSError, KeyError):  # ZoneInfoNotFoundError is a KeyError
+        pass
+    # A time zone name that no longer resolves (edited in the database, or dropped
+    # from tzdata): study on UTC rather than fail every request of this learner.
+    logger.warning(
+        "Learner %s has an unknown time zone %r; using UTC", learner.pk, profile.timezone
+    )
+    return ladder.study_day(at, "UTC", profile.day_starts_at)
 
 
 def scheduled_states(*, learner) -> QuerySet[ReviewState]:

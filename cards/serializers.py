@@ -165,6 +165,13 @@ class CardSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(
                 {"exercise": ["Only cards of kind 'exercise' carry an exercise; send null."]}
             )
+        answer = attrs.get("answer", instance.answer if instance else "")
+        if kind != Card.Kind.EXERCISE and not answer.strip():
+            # A recall or interview card is graded against its answer (and deck files
+            # require one, so every card the API makes can be exported and re-imported).
+            raise serializers.ValidationError(
+                {"answer": [f"A {kind} card needs an answer (Markdown)."]}
+            )
         deck = attrs.get("deck", instance.deck if instance else None)
         key = attrs.get("key", instance.key if instance else "")
         if key:

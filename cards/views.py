@@ -190,7 +190,6 @@ def review(request: HttpRequest) -> HttpResponse:
             # The card's exercise spec is broken (logged by the service); say so plainly.
             context["exercise_unavailable"] = True
         else:
-            context["exercise_spent"] = exercise.attempts_used > 0
             context.update(
                 exercise_views.exercise_context(
                     exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
@@ -203,11 +202,9 @@ def review(request: HttpRequest) -> HttpResponse:
 def _next_reviewable(learner, today: dt.date):
     """``(state, exercise, skipped)``: the oldest due card that can be reviewed now.
 
-    Two kinds of exercise card cannot be reviewed today and would otherwise sit at
-    the head of the queue, hiding every card behind it: one whose spec cannot
-    generate an exercise, and one whose exercise for today was already answered
-    while the card was out of the queue (only a first submission records a review).
-    They are passed over (counted in ``skipped``) while anything else is due; alone,
+    An exercise card whose spec cannot generate an exercise cannot be reviewed and
+    would otherwise sit at the head of the queue, hiding every card behind it. Such
+    cards are passed over (counted in ``skipped``) while anything else is due; alone,
     the first of them is shown as it is.
     """
     due = selectors.due_reviews(learner=learner, today=today)
@@ -219,7 +216,7 @@ def _next_reviewable(learner, today: dt.date):
             if state.card.kind != Card.Kind.EXERCISE:
                 return state, None, skipped
             exercise = services.exercise_for_review(learner=learner, card=state.card, today=today)
-            if exercise is not None and exercise.attempts_used == 0:
+            if exercise is not None:
                 return state, exercise, skipped
             first = first or (state, exercise)
             skipped += 1

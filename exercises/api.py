@@ -59,6 +59,8 @@ BIGINT_MAX = 2**63 - 1
 
 def exercise_pk(raw) -> int:
     """The path's id as an int; one no row can have is a 404 (the database would overflow)."""
+    if len(str(raw).lstrip("-0")) > 19:  # beyond any bigint, and beyond what int() accepts
+        raise NotFound()
     pk = int(raw)
     if not 1 <= pk <= BIGINT_MAX:
         raise NotFound()

@@ -158,6 +158,9 @@ class PlaygroundError(Exception):
     errors: dict[str, list[str]]
 
 
+# Overflow to infinity is caught by the engine's finiteness checks and answered as a
+# 400; NumPy's RuntimeWarning on the way would only be log noise.
+@np.errstate(over="ignore", invalid="ignore")
 def attention_playground(
     *,
     Q: np.ndarray | None = None,

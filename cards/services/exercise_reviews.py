@@ -38,22 +38,33 @@ def exercises_for_review(
 ) -> dict[int, Exercise]:
     """The exercise bound to each exercise card's review today, created when missing."""
     states = list(states)
-    bound = {
-        binding.card_id: binding.exercise
+    bindings = {
+        binding.card_id: binding
         for binding in ExerciseBinding.objects.filter(
             learner=learner, card_id__in=[s.card_id for s in states], study_day=today
         ).select_related("exercise")
     }
+    bound: dict[int, Exercise] = {}
     for state in states:
-        if state.card_id in bound:
+        binding = bindings.get(state.card_id)
+        # An exercise answered while its card was out of the queue (the deck left, the
+        # card inactive) was practice; its first submission is spent, so the card,
+        # due again, gets a fresh exercise whose first submission can record the review.
+        if binding is not None and not (
+            binding.review_id is None and binding.exercise.attempts_used > 0
+        ):
+            bound[state.card_id] = binding.exercise
             continue
         kind, params = _card_params(state.card)
         try:
             with transaction.atomic():
                 exercise = exercise_create(owner=learner, kind=kind, params=params)
-                ExerciseBinding.objects.create(
-                    exercise=exercise, learner=learner, card_id=state.card_id, study_day=today
-                )
+                if binding is None:
+                    ExerciseBinding.objects.create(
+                        exercise=exercise, learner=learner, card_id=state.card_id, study_day=today
+                    )
+                else:
+                    ExerciseBinding.objects.filter(pk=binding.pk).update(exercise=exercise)
         except (UnknownKindError, ParamError) as exc:
             logger.error("Card %s has an invalid exercise spec: %s", state.card_id, exc)
             continue

@@ -56,6 +56,7 @@ def test_filters(api, staff_api, deck):
             "deck": "attention",
             "kind": "recall",
             "prompt": "Why $\\sqrt{d_k}$?",
+            "answer": "To keep the scores' spread at 1.",
             "tags": ["scaling"],
         },
         format="json",
@@ -117,6 +118,8 @@ def test_staff_create_card(api, staff_api, deck, learner):
             "exercise",
         ),
         ({"deck": 12, "kind": "recall", "prompt": "x"}, "deck"),
+        ({"deck": "attention", "kind": "recall", "prompt": "x"}, "answer"),
+        ({"deck": "attention", "kind": "interview", "prompt": "x", "answer": "  "}, "answer"),
     ],
 )
 def test_staff_bad_card_input_is_400_and_stores_nothing(staff_api, deck, body, field):

@@ -267,3 +267,15 @@ def test_editing_a_card_never_resets_progress(api, staff_api, deck, learner):
     assert response.json()["tags"] == ["shapes"]
     state = ReviewState.objects.get(learner=learner, card=card)
     assert (state.step, state.due_on) == (1, dt.date(2026, 3, 6))
+
+
+@pytest.mark.parametrize("path", ["/api/v1/reviews/", "/api/v1/reviews/due/", "/api/v1/cards/"])
+def test_absurdly_long_page_numbers_are_400_not_500(api, deck, path):
+    assert api.get(f"{path}?page={'9' * 5000}").status_code == 400
+    assert api.get(f"{path}?page_size={'9' * 5000}").status_code == 400
+
+
+def test_absurdly_long_exercise_ids_are_404(api):
+    assert api.get(f"/api/v1/exercises/{'9' * 5000}/").status_code == 404
+    response = api.post(f"/api/v1/exercises/{'9' * 5000}/submit/", {"answers": {}}, format="json")
+    assert response.status_code == 404

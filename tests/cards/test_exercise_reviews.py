@@ -121,3 +121,38 @@ def test_another_learner_cannot_submit_my_bound_exercise(api, other_api, exercis
         )
     assert response.status_code == 404
     assert not ReviewLog.objects.exists()
+
+
+def test_an_exercise_answered_as_practice_is_replaced_when_its_card_is_due_again(
+    api, exercise_deck, learner
+):
+    with time_machine.travel(START, tick=False):
+        api.post("/api/v1/decks/drills/enroll/")
+    with time_machine.travel(START + dt.timedelta(days=1), tick=False):
+        first = due_exercise(api)
+        api.delete("/api/v1/decks/drills/enroll/")
+        solution = Exercise.objects.get(pk=first["id"]).solution
+        practice = api.post(
+            f"/api/v1/exercises/{first['id']}/submit/", {"answers": solution}, format="json"
+        ).json()
+        assert practice["review"] is None  # out of the queue: practice only
+        api.post("/api/v1/decks/drills/enroll/")
+        fresh = due_exercise(api)
+        assert fresh["id"] != first["id"]
+        body = api.post(
+            f"/api/v1/exercises/{fresh['id']}/submit/",
+            {"answers": Exercise.objects.get(pk=fresh["id"]).solution},
+            format="json",
+        ).json()
+    assert body["review"]["result"] == "pass"
+    assert ReviewLog.objects.filter(learner=learner).count() == 1
+
+
+def test_a_time_zone_that_no_longer_resolves_falls_back_to_utc(api, learner):
+    from cards.models import LearnerProfile
+
+    LearnerProfile.objects.filter(user=learner).update(timezone="Atlantis/Capital")
+    with time_machine.travel(START, tick=False):
+        response = api.get("/api/v1/reviews/due/")
+    assert response.status_code == 200
+    assert response.json()["today"] == "2026-03-02"
