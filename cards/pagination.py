@@ -1,4 +1,4 @@
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 
 
@@ -28,10 +28,12 @@ class StrictPageNumberPagination(PageNumberPagination):
         raw = request.query_params.get(self.page_query_param)
         if raw is None:
             return 1
-        if not raw.isascii() or not raw.isdigit() or len(raw) > 18 or int(raw) < 1:
+        if not raw.isascii() or not raw.isdigit() or int(raw[:19]) < 1:
             raise ValidationError(
                 {self.page_query_param: [f"Expected a page number from 1, got {raw!r}."]}
             )
+        if len(raw) > 18:  # a valid number, but past the last page of any list
+            raise NotFound(self.invalid_page_message)
         return int(raw)
 
     def get_schema_operation_parameters(self, view):

@@ -114,7 +114,12 @@ def test_requests_succeed_and_log_the_failed_enqueue_when_the_broker_is_down(dea
         "POST",
         "/api/v1/cards/",
         staff_token,
-        {"deck": "attention", "kind": "recall", "prompt": "What does the mask block?"},
+        {
+            "deck": "attention",
+            "kind": "recall",
+            "prompt": "What does the mask block?",
+            "answer": "Future keys.",
+        },
     )
     assert status == 201, body
     assert elapsed < 3  # no retry loop against the dead broker
