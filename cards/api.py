@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 import re
 
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.db.models import Q
 from django.utils import timezone
@@ -16,12 +16,14 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import mixins, permissions, status, viewsets
+from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from exercises.api import ExerciseSubmitView
+from exercises.serializers import ExerciseSerializer
 
 from . import selectors, services
 from .models import Card, ReviewLog, Tag
@@ -41,8 +43,6 @@ from .serializers import (
     TokenRequestSerializer,
     TokenSerializer,
 )
-
-logger = logging.getLogger(__name__)
 
 DETAIL = OpenApiResponse(
     response={"type": "object", "properties": {"detail": {"type": "string"}}},
@@ -103,8 +103,6 @@ class TokenView(APIView):
         summary="Exchange a username and password for the API token",
     )
     def post(self, request):
-        from rest_framework.authtoken.models import Token
-
         data = TokenRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         user = authenticate(
@@ -266,7 +264,7 @@ class DueView(APIView):
             selectors.due_reviews(learner=request.user, today=today), request, view=self
         )
         exercises = _bound_exercises(request, page, today)
-        ladder_days = _ladder()
+        ladder_days = settings.STUDY_LADDER_DAYS
         # One serializer pass for the page's cards, not one per item.
         cards = CardSerializer([state.card for state in page], many=True).data
         results = []
@@ -291,18 +289,10 @@ class DueView(APIView):
         )
 
 
-def _ladder():
-    from django.conf import settings
-
-    return settings.STUDY_LADDER_DAYS
-
-
 def _bound_exercises(request, page, today) -> dict:
     exercise_states = [s for s in page if s.card.kind == Card.Kind.EXERCISE]
     if not exercise_states:
         return {}
-    from exercises.serializers import ExerciseSerializer
-
     bound = services.exercises_for_review(learner=request.user, states=exercise_states, today=today)
     return {card_id: ExerciseSerializer(ex).data for card_id, ex in bound.items()}
 
