@@ -14,13 +14,12 @@ def _set_tags(card: Card, names: list[str]) -> None:
     card.tags.set(Tag.objects.filter(name__in=names))
 
 
-def _schedule_soon(card: Card) -> None:
-    # Learners enrolled in the deck get the card without waiting for the next beat.
-    try:
-        from ..tasks import enqueue_schedule_new_cards
-    except ImportError:  # pragma: no cover - tasks module always ships with the app
-        return
-    enqueue_schedule_new_cards(card.deck_id)
+def _schedule_soon(deck_id: int) -> None:
+    # Learners enrolled in the deck get new cards without waiting for the next beat.
+    # (Imported here: cards.tasks imports the services package.)
+    from ..tasks import enqueue_schedule_new_cards
+
+    enqueue_schedule_new_cards(deck_id)
 
 
 @transaction.atomic
@@ -30,7 +29,7 @@ def card_create(*, tags: list[str] | None = None, **fields) -> Card:
     card.save()
     _set_tags(card, tags or [])
     if card.is_active:
-        _schedule_soon(card)
+        _schedule_soon(card.deck_id)
     return card
 
 
@@ -45,7 +44,7 @@ def card_update(*, card: Card, tags: list[str] | None = None, **fields) -> Card:
     if tags is not None:
         _set_tags(card, tags)
     if card.is_active and not was_active:
-        _schedule_soon(card)
+        _schedule_soon(card.deck_id)
     return card
 
 
@@ -56,5 +55,5 @@ def cards_set_active(*, card_ids: list[int], active: bool) -> int:
     deck_ids = set(changed.values_list("deck_id", flat=True)) if active else set()
     count = changed.update(is_active=active)
     for deck_id in deck_ids:
-        _schedule_soon(Card(deck_id=deck_id))
+        _schedule_soon(deck_id)
     return count

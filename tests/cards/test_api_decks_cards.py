@@ -133,3 +133,21 @@ def test_staff_bad_card_input_is_400_and_stores_nothing(staff_api, deck, body, f
 def test_card_ids_that_are_not_numbers_are_404(api, deck):
     assert api.get("/api/v1/cards/abc/").status_code == 404
     assert api.get("/api/v1/cards/99999999999999999999999/").status_code == 404
+
+
+def test_new_and_reactivated_cards_are_handed_to_the_beat_job(staff_api, deck, monkeypatch):
+    from cards import services, tasks
+
+    calls = []
+    monkeypatch.setattr(tasks, "enqueue_schedule_new_cards", calls.append)
+    body = {"deck": "attention", "kind": "recall", "prompt": "New", "answer": "A"}
+    card_id = staff_api.post("/api/v1/cards/", body, format="json").json()["id"]
+    assert calls == [deck.id]
+    staff_api.patch(f"/api/v1/cards/{card_id}/", {"prompt": "Edited"}, format="json")
+    staff_api.patch(f"/api/v1/cards/{card_id}/", {"active": False}, format="json")
+    assert calls == [deck.id]  # editing or retiring places nothing
+    staff_api.patch(f"/api/v1/cards/{card_id}/", {"active": True}, format="json")
+    assert calls == [deck.id, deck.id]
+    services.cards_set_active(card_ids=[card_id], active=False)
+    services.cards_set_active(card_ids=[card_id], active=True)
+    assert calls == [deck.id, deck.id, deck.id]
