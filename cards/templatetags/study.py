@@ -30,6 +30,22 @@ def markdown_filter(text: str) -> SafeString:
     return mark_safe(render_markdown(text or ""))  # noqa: S308
 
 
+def _svg_open(chart_id: str, width, height, title: str, summary: str) -> list[str]:
+    """The opening of an accessible chart: the <svg> element, its title and description."""
+    return [
+        format_html(
+            '<svg id="{0}" role="img" aria-labelledby="{0}-title {0}-desc" viewBox="0 0 {1} {2}" '
+            'width="{1}" height="{2}" xmlns="http://www.w3.org/2000/svg" font-size="12" '
+            'font-family="system-ui, sans-serif">',
+            chart_id,
+            width,
+            height,
+        ),
+        format_html('<title id="{}-title">{}</title>', chart_id, title),
+        format_html('<desc id="{}-desc">{}</desc>', chart_id, summary),
+    ]
+
+
 @register.simple_tag(takes_context=True)
 def nav_due_count(context) -> int:
     request = context.get("request")
@@ -70,22 +86,13 @@ def forecast_chart(forecast: Iterable[Mapping], chart_id: str = "forecast") -> S
         f"; the busiest day is {_day_label(busiest[0])} with {busiest[1]}." if peak else "."
     )
     parts = [
-        format_html(
-            '<svg id="{}" role="img" aria-labelledby="{}-title {}-desc" viewBox="0 0 {} {}" '
-            'width="{}" height="{}" xmlns="http://www.w3.org/2000/svg" font-size="12" '
-            'font-family="system-ui, sans-serif">',
-            chart_id,
-            chart_id,
+        *_svg_open(
             chart_id,
             width,
             height + top + bottom,
-            width,
-            height + top + bottom,
+            f"Cards due per day, next {len(days)} days",
+            summary,
         ),
-        format_html(
-            '<title id="{}-title">Cards due per day, next {} days</title>', chart_id, len(days)
-        ),
-        format_html('<desc id="{}-desc">{}</desc>', chart_id, summary),
         # Axis: zero line and the peak value.
         format_html(
             '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#8a94a6"/>',
@@ -180,20 +187,7 @@ def review_heatmap(
         busiest = max(in_range, key=lambda d: (in_range[d], d))
         summary += f" Busiest day: {_day_label(busiest)} with {_plural(peak, 'review')}."
     parts = [
-        format_html(
-            '<svg id="{}" role="img" aria-labelledby="{}-title {}-desc" viewBox="0 0 {} {}" '
-            'width="{}" height="{}" xmlns="http://www.w3.org/2000/svg" font-size="12" '
-            'font-family="system-ui, sans-serif">',
-            chart_id,
-            chart_id,
-            chart_id,
-            width,
-            height,
-            width,
-            height,
-        ),
-        format_html('<title id="{}-title">Reviews per day, last {} weeks</title>', chart_id, weeks),
-        format_html('<desc id="{}-desc">{}</desc>', chart_id, summary),
+        *_svg_open(chart_id, width, height, f"Reviews per day, last {weeks} weeks", summary),
     ]
     for row, name in ((0, "Mon"), (2, "Wed"), (4, "Fri")):
         parts.append(
