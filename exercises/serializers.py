@@ -409,22 +409,10 @@ class ExerciseKindSerializer(serializers.Serializer):
 # --- Errors (DRF's shapes) -------------------------------------------------------------
 
 
-class DetailErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-
-
 class AttemptsExhaustedErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
     attempts = AttemptsSerializer()
     solution = serializers.DictField(allow_null=True)
-
-
-VALIDATION_ERROR_SCHEMA = {
-    "type": "object",
-    "description": '{"field": ["message"]} or {"detail": "message"}; answer errors are nested '
-    'by part: {"answers": {"scores": ["message"]}}.',
-    "additionalProperties": ANY_JSON,
-}
 
 
 class PlaygroundRequestSchema(OpenApiSerializerExtension):

@@ -17,7 +17,8 @@ FIELD_ERRORS = {
     "type": "object",
     "description": (
         'Messages per field, e.g. {"timezone": ["Expected an IANA time zone name ..."]}, '
-        'or {"detail": "..."} for a body that is not valid JSON.'
+        'or {"detail": "..."} for a body that is not valid JSON. Exercise answer errors '
+        'are nested by part: {"answers": {"scores": ["..."]}}.'
     ),
     "additionalProperties": {},
 }

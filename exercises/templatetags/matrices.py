@@ -110,11 +110,6 @@ def is_matrix(value) -> bool:
     return isinstance(value, list) and bool(value) and isinstance(value[0], list)
 
 
-@register.filter
-def is_vector(value) -> bool:
-    return isinstance(value, list) and not is_matrix(value)
-
-
 def _cell_name(part: str, index: tuple[int, ...]) -> str:
     return "-".join(["answer", part, *(str(i) for i in index)])
 
@@ -210,11 +205,3 @@ def shape_words(shape) -> str:
     if len(shape) == 1:
         return f"a vector of {shape[0]}"
     return f"a {shape[0]} × {shape[1]} matrix"
-
-
-@register.filter
-def get_item(mapping, key):
-    try:
-        return mapping.get(key) if hasattr(mapping, "get") else mapping[key]
-    except (KeyError, IndexError, TypeError):
-        return None
