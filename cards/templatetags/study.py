@@ -20,8 +20,14 @@ from cards.rendering import render_markdown
 
 register = template.Library()
 
-# Five steps of one hue, light to dark; level 0 means no reviews.
-HEAT_COLORS = ("#ebedf0", "#c6dbf7", "#8fb8ef", "#4a86d8", "#1f4f99")
+# Five steps of one hue, light to dark; level 0 means no reviews. Levels 1-4 keep at
+# least 3:1 against the white panel (3.1, 4.6, 7.0, 11.0); level 0 cells get an outline
+# of that contrast instead.
+HEAT_COLORS = ("#ebedf0", "#5a95e2", "#2674d9", "#1d58a5", "#143c71")
+HEAT_EMPTY_STROKE = "#8a94a6"
+# Chart text in user units. Both charts are about 430 units wide and shrink to ~330 px
+# on a 390 px phone, so 16 units stay at or above 12 px there.
+CHART_FONT_SIZE = 16
 
 
 @register.filter(name="markdown")
@@ -35,11 +41,12 @@ def _svg_open(chart_id: str, width, height, title: str, summary: str) -> list[st
     return [
         format_html(
             '<svg id="{0}" role="img" aria-labelledby="{0}-title {0}-desc" viewBox="0 0 {1} {2}" '
-            'width="{1}" height="{2}" xmlns="http://www.w3.org/2000/svg" font-size="12" '
+            'width="{1}" height="{2}" xmlns="http://www.w3.org/2000/svg" font-size="{3}" '
             'font-family="system-ui, sans-serif">',
             chart_id,
             width,
             height,
+            CHART_FONT_SIZE,
         ),
         format_html('<title id="{}-title">{}</title>', chart_id, title),
         format_html('<desc id="{}-desc">{}</desc>', chart_id, summary),
@@ -75,7 +82,7 @@ def forecast_chart(forecast: Iterable[Mapping], chart_id: str = "forecast") -> S
     days = [(_as_date(item["date"]), int(item["count"])) for item in forecast]
     if not days:
         return mark_safe("")
-    bar, gap, left, top, bottom = 18, 4, 28, 10, 26
+    bar, gap, left, top, bottom = 10, 3, 36, 12, 28
     height = 120
     width = left + len(days) * (bar + gap)
     peak = max(count for _, count in days)
@@ -104,7 +111,7 @@ def forecast_chart(forecast: Iterable[Mapping], chart_id: str = "forecast") -> S
         format_html(
             '<text x="{}" y="{}" text-anchor="end" fill="#5b6576">{}</text>',
             left - 5,
-            top + 8,
+            top + 12,
             scale_max,
         ),
         format_html(
@@ -138,11 +145,16 @@ def forecast_chart(forecast: Iterable[Mapping], chart_id: str = "forecast") -> S
             )
         )
         if index % 7 == 0:
+            # A tick and a label centred under the day's own bar.
+            centre = x + bar / 2
             parts.append(
                 format_html(
-                    '<text x="{}" y="{}" fill="#5b6576">{}</text>',
-                    x,
-                    top + height + 14,
+                    '<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#8a94a6"/>'
+                    '<text x="{0}" y="{3}" text-anchor="middle" fill="#5b6576">{4}</text>',
+                    centre,
+                    top + height,
+                    top + height + 4,
+                    top + height + 20,
                     f"{day:%b} {day.day}",
                 )
             )
@@ -174,7 +186,7 @@ def review_heatmap(
     """A GitHub-style calendar: one column per week (Monday on top), one cell per study day."""
     counts = {_as_date(k): int(v) for k, v in calendar.items()}
     start = today - dt.timedelta(days=today.weekday()) - dt.timedelta(weeks=weeks - 1)
-    cell, gap, left, top = 12, 3, 28, 18
+    cell, gap, left, top = 12, 3, 36, 22
     width = left + weeks * (cell + gap)
     height = top + 7 * (cell + gap)
     days_in_range = [start + dt.timedelta(days=i) for i in range((today - start).days + 1)]
@@ -193,7 +205,7 @@ def review_heatmap(
         parts.append(
             format_html(
                 '<text x="0" y="{}" fill="#5b6576">{}</text>',
-                top + row * (cell + gap) + cell - 2,
+                top + row * (cell + gap) + cell + 1,
                 name,
             )
         )
@@ -205,7 +217,7 @@ def review_heatmap(
             last_month = day.month
             if column < weeks - 1:
                 parts.append(
-                    format_html('<text x="{}" y="11" fill="#5b6576">{}</text>', x, f"{day:%b}")
+                    format_html('<text x="{}" y="15" fill="#5b6576">{}</text>', x, f"{day:%b}")
                 )
         count = in_range[day]
         parts.append(
@@ -216,7 +228,7 @@ def review_heatmap(
                 cell,
                 cell,
                 HEAT_COLORS[heat_level(count, peak)],
-                mark_safe(' stroke="#1d2430" stroke-width="1.5"') if day == today else "",
+                _cell_outline(count, day == today),
                 f"{_day_label(day)}: {_plural(count, 'review')}",
             )
         )
@@ -224,11 +236,19 @@ def review_heatmap(
     return mark_safe("".join(str(p) for p in parts))
 
 
+def _cell_outline(count: int, is_today: bool) -> SafeString:
+    if is_today:
+        return mark_safe(' stroke="#1d2430" stroke-width="1.5"')
+    if count <= 0:
+        return format_html(' stroke="{}" stroke-width="1"', HEAT_EMPTY_STROKE)
+    return mark_safe("")
+
+
 @register.simple_tag
 def heat_legend() -> SafeString:
     swatches = "".join(
-        str(format_html('<span class="swatch" style="background:{}"></span>', color))
-        for color in HEAT_COLORS
+        str(format_html('<span class="swatch level-{}"></span>', level))
+        for level in range(len(HEAT_COLORS))
     )
     return mark_safe(f'<div class="legend" aria-hidden="true">Fewer {swatches} More</div>')
 

@@ -37,9 +37,23 @@ def heat_style(value) -> str:
         w = min(max(float(value), 0.0), 1.0)
     except (TypeError, ValueError):
         return ""
-    lightness = round(98 - 60 * w)
-    ink = "#ffffff" if lightness < 60 else "#1d2430"
+    lightness = heat_lightness(w)
+    ink = "#ffffff" if lightness <= HEAT_WHITE_INK_MAX else "#1d2430"
     return f"background:hsl(214,70%,{lightness}%);color:{ink}"
+
+
+# Lightness of hsl(214, 70%, L) that keeps 4.5:1 text contrast: dark ink from 60 up,
+# white ink from 50 down; shades between would fail with either ink, so they are skipped.
+HEAT_DARK_INK_MIN = 60
+HEAT_WHITE_INK_MAX = 50
+
+
+def heat_lightness(weight: float) -> int:
+    """98 (weight 0) to 24 (weight 1), darker for more weight, never in (50, 60)."""
+    lightness = round(98 - 74 * weight)
+    if HEAT_WHITE_INK_MAX < lightness < HEAT_DARK_INK_MIN:
+        return HEAT_DARK_INK_MIN if lightness >= 55 else HEAT_WHITE_INK_MAX
+    return lightness
 
 
 def _rows(matrix) -> list[list]:

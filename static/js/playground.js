@@ -106,8 +106,10 @@
 
   function heatStyle(w) {
     w = Math.min(Math.max(w, 0), 1);
-    var lightness = Math.round(98 - 60 * w);
-    return "background:hsl(214,70%," + lightness + "%);color:" + (lightness < 60 ? "#ffffff" : "#1d2430");
+    // As heat_style on the server: lightness never falls in (50, 60), where no ink has 4.5:1.
+    var lightness = Math.round(98 - 74 * w);
+    if (lightness > 50 && lightness < 60) lightness = lightness >= 55 ? 60 : 50;
+    return "background:hsl(214,70%," + lightness + "%);color:" + (lightness <= 50 ? "#ffffff" : "#1d2430");
   }
 
   function label(list, i, fallback) {

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from django.test import Client
 
 from cards.models import Card, Deck
 
@@ -54,6 +55,15 @@ def deck(db) -> Deck:
         position=2,
     )
     return deck
+
+
+def log_in(context, live_server, user) -> None:
+    """Give a browser context the session cookie of ``user``."""
+    client = Client()
+    client.force_login(user)
+    context.add_cookies(
+        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
+    )
 
 
 @pytest.fixture(scope="session")
