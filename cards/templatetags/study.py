@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from cards import selectors
+from cards.models import Card
 from cards.rendering import render_markdown
 
 register = template.Library()
@@ -257,3 +258,25 @@ def heat_legend() -> SafeString:
 def nonzero_days(calendar: Mapping) -> list[tuple[dt.date, int]]:
     """Days with at least one review, newest first, for the table alternative."""
     return sorted(((_as_date(k), int(v)) for k, v in calendar.items() if int(v)), reverse=True)
+
+
+# How many further due cards the review page carries for answering offline.
+OFFLINE_CARDS = 20
+
+
+@register.simple_tag(takes_context=True)
+def offline_review_cards(context) -> list:
+    """The next due recall and interview cards after the one shown, for the offline queue.
+
+    Exercise cards are left out: each review of one needs a fresh exercise from the server.
+    """
+    request, state, today = context.get("request"), context.get("state"), context.get("today")
+    if request is None or state is None or today is None:
+        return []
+    due = (
+        selectors.due_reviews(learner=request.user, today=today)
+        .exclude(card__kind=Card.Kind.EXERCISE)
+        .exclude(pk=state.pk)
+        .prefetch_related(None)  # one query whatever is due; the label leaves tags out
+    )
+    return [s.card for s in due[:OFFLINE_CARDS]]
