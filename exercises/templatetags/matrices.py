@@ -136,6 +136,13 @@ def _cell_label(part: str, index: tuple[int, ...]) -> str:
     return part
 
 
+# A text keyboard: phone decimal keypads (iOS's among them) may have no minus sign.
+NUMBER_INPUT_ATTRS = mark_safe(
+    'inputmode="text" pattern="[+\\-\u2212]?[0-9.,eE+\\-\u2212]*" autocapitalize="off" '
+    'spellcheck="false"'
+)
+
+
 def _pick(values, index: tuple[int, ...]):
     try:
         for i in index:
@@ -173,9 +180,10 @@ def answer_grid(
         bad = index in wrong or index in invalid
         state = "wrong" if bad else ("right" if checked else "")
         return format_html(
-            '<td class="{}"><input type="text" inputmode="decimal" autocomplete="off" '
+            '<td class="{}"><input type="text" {} autocomplete="off" '
             'name="{}" id="{}" value="{}" aria-label="{}"{}{}{}></td>',
             state,
+            NUMBER_INPUT_ATTRS,
             _cell_name(part, index),
             "id_" + _cell_name(part, index),
             shown,

@@ -55,7 +55,11 @@
         var td = document.createElement("td");
         var input = document.createElement("input");
         input.type = "text";
-        input.inputMode = "decimal";
+        // A text keyboard: phone decimal keypads may have no minus sign.
+        input.inputMode = "text";
+        input.pattern = "[+\\-\u2212]?[0-9.,eE+\\-\u2212]*";
+        input.setAttribute("autocapitalize", "off");
+        input.spellcheck = false;
         input.autocomplete = "off";
         input.name = name + "-" + i + "-" + j;
         input.value = old[input.name] !== undefined ? old[input.name] : "0";

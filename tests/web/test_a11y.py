@@ -63,6 +63,12 @@ def check(axe, screenshot):
             for v in violations
         ]
         assert not violations, f"{name} at {page.width_name} width:\n" + "\n".join(report)
+        levels = page.eval_on_selector_all(
+            "h1, h2, h3, h4, h5, h6", "hs => hs.map(h => Number(h.tagName[1]))"
+        )
+        assert levels[:1] == [1], f"{name}: the first heading is not an h1: {levels}"
+        jumps = [(a, b) for a, b in zip(levels, levels[1:], strict=False) if b > a + 1]
+        assert not jumps, f"{name}: headings skip a level: {levels}"
 
     return run
 
@@ -185,3 +191,35 @@ def test_exercise_list_and_playground(live_server, view, check, learner):
     view.get_by_label("V row 1 column 1", exact=True).fill("oops")
     view.wait_for_selector("#pg-error li")
     check(view, "playground-error")
+
+
+def test_after_a_submit_focus_is_on_the_result_and_answers_may_be_negative(
+    live_server, view, learner
+):
+    log_in(view.context, live_server, learner)
+    exercise = exercise_services.exercise_create(
+        owner=learner, kind="attention", params={"n": 2, "seed": 3}
+    )
+    view.goto(f"{live_server.url}/exercises/{exercise.pk}/")
+    cell = view.get_by_label("scores row 1 column 1", exact=True)
+    # The keyboard offered is a text one (it has a minus sign), and "-0.5" is well formed.
+    assert cell.get_attribute("inputmode") == "text"
+    cell.fill("-0.5")
+    assert cell.evaluate("input => input.validity.valid")
+    cell.fill("−1.25")
+    assert cell.evaluate("input => input.validity.valid")
+    cell.fill("0.5x")
+    assert cell.evaluate("input => input.validity.patternMismatch")
+    _fill(view, exercise, {a["name"]: _zeros(a["shape"]) for a in exercise.asks})
+    cell.fill("-0.5")
+    view.get_by_role("button", name="Check answers").click()
+    view.wait_for_selector("#exercise-feedback")
+    view.wait_for_function("document.activeElement.id === 'exercise-feedback'")
+    attempt = exercise.attempt_set.get()
+    assert attempt.answers["scores"][0][0] == -0.5
+    # Cells that are not numbers: focus goes to the list of problems instead.
+    _fill(view, exercise, {a["name"]: _zeros(a["shape"]) for a in exercise.asks})
+    cell.fill("abc")
+    view.get_by_role("button", name="Check answers").click()
+    view.wait_for_selector("#answer-problems")
+    view.wait_for_function("document.activeElement.id === 'answer-problems'")

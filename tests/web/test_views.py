@@ -285,7 +285,7 @@ def test_create_exercise_from_the_form(client_for, learner):
     assert exercise.params["mask"] == "causal" and exercise.params["d_v"] == 1
     page = client.get(f"/exercises/{exercise.pk}/").content.decode()
     assert 'aria-label="weights row 2 column 1"' in page
-    assert 'inputmode="decimal"' in page
+    assert 'inputmode="text"' in page  # phone keypads for decimals may lack a minus sign
 
 
 def test_create_exercise_with_a_bad_parameter_names_it_and_creates_nothing(client_for, learner):
