@@ -79,12 +79,23 @@ MATHML_ATTRS = {
 }
 
 
+# latex2mathml writes the brackets of pmatrix, bmatrix, vmatrix ... as plain <mo>s, which
+# browsers draw at text height; marked as stretchy fences they span the whole matrix.
+_MATRIX_OPEN = re.compile(r"<mo>([^<]{1,10})</mo>(?=<mtable)")
+_MATRIX_CLOSE = re.compile(r"(?<=</mtable>)<mo>([^<]{1,10})</mo>")
+
+
+def _stretch_matrix_fences(mathml: str) -> str:
+    mathml = _MATRIX_OPEN.sub(r'<mo stretchy="true" fence="true" form="prefix">\1</mo>', mathml)
+    return _MATRIX_CLOSE.sub(r'<mo stretchy="true" fence="true" form="postfix">\1</mo>', mathml)
+
+
 def _math_html(tex: str, display: bool) -> str:
     try:
         mathml = latex_to_mathml(tex.strip(), display="block" if display else "inline")
     except Exception:  # latex2mathml raises many types on bad TeX: show the source instead
         return f'<code class="math-error">{html.escape(tex)}</code>'
-    return mathml
+    return _stretch_matrix_fences(mathml)
 
 
 def formulas(text: str):

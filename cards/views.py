@@ -292,6 +292,7 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
                     request,
                     f"Review recorded as {word}: next review in {days} day{'s' if days != 1 else ''}.",
                 )
+            if review is not None or request.GET.get("from") == "review":
                 url += "?from=review"
             return redirect(url)
     context = exercise_views.exercise_context(
@@ -301,4 +302,7 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
         problems=problems,
         invalid=exercise_views.invalid_cells(exercise.asks, request.POST, problems),
     )
+    if request.GET.get("from") == "review":
+        context["from_review"] = True
+        context["submit_url"] += "?from=review"
     return render(request, "exercises/exercise_detail.html", context, status=400)

@@ -289,7 +289,9 @@ def exercise_list(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"New exercise: {kind.title}.")
                 return redirect("exercise-page", pk=exercise.pk)
         status = 400
-    exercises = selectors.exercises_for_owner(owner=request.user)[:50]
+    exercises = list(selectors.exercises_for_owner(owner=request.user)[:50])
+    for exercise in exercises:
+        exercise.title = getattr(KINDS.get(exercise.kind), "title", exercise.kind)
     return render(
         request,
         "exercises/exercise_list.html",
@@ -321,6 +323,9 @@ def exercise_detail(request: HttpRequest, pk: int) -> HttpResponse:
         exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
     )
     context["from_review"] = request.GET.get("from") == "review"
+    if context["from_review"]:
+        # Later submissions come back here still offering to go on with the review.
+        context["submit_url"] += "?from=review"
     return render(request, "exercises/exercise_detail.html", context)
 
 
@@ -444,7 +449,7 @@ def playground_entry(data) -> dict[str, Any]:
                 if value is None:
                     text = text[:MAX_CELL_CHARS]
                     errors.append(
-                        f"{name} row {i + 1} column {j + 1}: expected a number, got {text!r}."
+                        f"{name} row {i + 1}, column {j + 1}: expected a number, got {text!r}."
                     )
                     invalid.setdefault(name, []).append((i, j))
                     row.append(text)

@@ -10,9 +10,10 @@
   var timer = null;
   var sequence = 0;
 
+  // The token rides on a data attribute, not in the form: the form is a GET and would
+  // otherwise put it in the URL.
   function csrfToken() {
-    var input = form.querySelector("input[name=csrfmiddlewaretoken]");
-    return input ? input.value : "";
+    return form.getAttribute("data-csrf") || "";
   }
 
   function mode() {
@@ -34,17 +35,35 @@
     return isFinite(value) ? value : null;
   }
 
-  function clampSize(input) {
+  // A size outside 1..MAX is clamped, and the note beside the size boxes says so.
+  function clampSize(input, notes) {
     var n = parseInt(input.value, 10);
-    if (isNaN(n)) n = 1;
-    return Math.min(Math.max(n, 1), MAX);
+    var clamped = Math.min(Math.max(isNaN(n) ? 1 : n, 1), MAX);
+    if (String(clamped) !== input.value.trim()) {
+      var what = input.name.replace(/-rows$/, " rows").replace(/-cols$/, " columns");
+      notes.push(what + ": expected a whole number from 1 to " + MAX + ", got \u201c" +
+        input.value + "\u201d; using " + clamped + ".");
+    }
+    return clamped;
+  }
+
+  function sizeNote(fieldset, notes) {
+    var note = fieldset.querySelector(".size-note");
+    if (!note) {
+      note = el("p", { "class": "help size-note", role: "status" });
+      fieldset.querySelector(".shape").insertAdjacentElement("afterend", note);
+    }
+    note.textContent = notes.join(" ");
+    note.hidden = !notes.length;
   }
 
   // Rebuild one grid at its new shape, keeping the values that still fit.
   function resizeGrid(fieldset) {
     var name = fieldset.getAttribute("data-matrix");
-    var rows = clampSize(fieldset.querySelector("[name='" + name + "-rows']"));
-    var cols = clampSize(fieldset.querySelector("[name='" + name + "-cols']"));
+    var notes = [];
+    var rows = clampSize(fieldset.querySelector("[name='" + name + "-rows']"), notes);
+    var cols = clampSize(fieldset.querySelector("[name='" + name + "-cols']"), notes);
+    sizeNote(fieldset, notes);
     var tbody = fieldset.querySelector("tbody");
     var old = {};
     tbody.querySelectorAll("input").forEach(function (input) { old[input.name] = input.value; });
@@ -83,7 +102,7 @@
           var value = parseCell(input.value);
           var cell = input.parentNode;
           if (value === null) {
-            problems.push(name + " row " + (i + 1) + " column " + (j + 1) + ": expected a number, got \u201c" + input.value + "\u201d.");
+            problems.push(name + " row " + (i + 1) + ", column " + (j + 1) + ": expected a number, got \u201c" + input.value + "\u201d.");
             input.setAttribute("aria-invalid", "true");
             cell.className = "wrong";
           } else {
@@ -174,8 +193,16 @@
     results.appendChild(second);
   }
 
+  // While an error stands, the results still shown are from the last input that worked.
+  function markStale(stale) {
+    var note = document.getElementById("pg-stale");
+    results.classList.toggle("stale", stale && results.children.length > 0);
+    if (note) note.hidden = !(stale && results.children.length > 0);
+  }
+
   function showErrors(list) {
     errorBox.textContent = "";
+    markStale(list.length > 0);
     if (!list.length) return;
     var box = el("div", { "class": "pg-error" });
     var ul = el("ul");

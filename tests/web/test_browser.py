@@ -181,7 +181,7 @@ def test_playground_updates_live(live_server, page, learner, screenshot):
     # An inconsistent shape is reported inline by the API, not as a broken page.
     page.get_by_label("V row 1 column 1", exact=True).fill("oops")
     page.wait_for_selector("#pg-error li")
-    assert "V row 1 column 1" in page.inner_text("#pg-error")
+    assert "V row 1, column 1" in page.inner_text("#pg-error")
     page.get_by_label("V row 1 column 1", exact=True).fill("1")
     page.locator("#K-cols").fill("3")
     page.wait_for_selector("#pg-error li:has-text('K')")

@@ -211,7 +211,7 @@ def test_an_over_long_playground_cell_is_reported(client_for, learner):
         f"/playground/?mode=qkv&Q-rows=1&Q-cols=1&Q-0-0={long}&K-rows=1&K-cols=1&V-rows=1&V-cols=1"
     )
     assert response.status_code == 400
-    assert "Q row 1 column 1: expected a number" in response.content.decode()
+    assert "Q row 1, column 1: expected a number" in response.content.decode()
 
 
 def test_huge_finite_answers_are_wrong_not_a_500(client_for, learner):

@@ -374,7 +374,7 @@ def test_playground_reports_bad_cells_and_shapes_inline(client_for, learner):
         "/playground/?mode=qkv&Q-rows=1&Q-cols=2&Q-0-0=x&K-rows=1&K-cols=2&V-rows=1&V-cols=1"
     )
     assert response.status_code == 400
-    assert "Q row 1 column 1: expected a number" in response.content.decode()
+    assert "Q row 1, column 1: expected a number" in response.content.decode()
     response = client.get(
         "/playground/?mode=qkv&Q-rows=1&Q-cols=2&K-rows=1&K-cols=3&V-rows=1&V-cols=1"
     )
