@@ -117,3 +117,30 @@ def test_without_the_starter_deck_it_says_what_to_run(settings):
     assert "run manage.py load_starter_content first" in output
     assert User.objects.filter(username="demo").exists()
     assert not Enrollment.objects.exists()
+
+
+def test_demo_learner_can_review_on_day_one(starter, settings):
+    settings.DEBUG = True
+    output = _run()
+    token = re.search(r"^demo\s+password \S+\s+token (\w+)", output, re.M).group(1)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    due = client.get("/api/v1/reviews/due/").json()
+    assert due["count"] == 10
+    assert "10 due today" in output
+    recall = next(item for item in due["results"] if item["card"]["kind"] != "exercise")
+    response = client.post(
+        "/api/v1/reviews/", {"card": recall["card"]["id"], "result": "pass"}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+    # Running the command again leaves the review and the rest of the schedule alone.
+    states = set(ReviewState.objects.values_list("pk", "step", "due_on"))
+    _run()
+    assert set(ReviewState.objects.values_list("pk", "step", "due_on")) == states
+
+
+def test_due_today_can_be_set_or_switched_off(starter, settings):
+    settings.DEBUG = True
+    call_command("create_demo_users", "--due-today", "0", stdout=io.StringIO())
+    demo = User.objects.get(username="demo")
+    assert ReviewState.objects.filter(learner=demo).values("due_on").distinct().count() == 1

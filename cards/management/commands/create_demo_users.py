@@ -16,8 +16,8 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from cards import services
-from cards.models import Deck
+from cards import selectors, services
+from cards.models import Deck, ReviewState
 
 STARTER_DECK = "attention-and-transformers"
 DEMO_USERS = (
@@ -25,13 +25,25 @@ DEMO_USERS = (
     ("demo", "DEMO_PASSWORD", "demo-pass-123", False),
     ("admin", "ADMIN_PASSWORD", "admin-pass-123", True),
 )
+# Cards of the starter deck due at once for a newly enrolled demo learner, so a review
+# can be tried on day one (enrolling alone schedules every card for tomorrow).
+DUE_TODAY = 10
 
 
 class Command(BaseCommand):
     help = (
         "Create (or repair) the learner 'demo' and the superuser 'admin', enrol 'demo' in the "
-        "starter deck and print both logins with their API tokens."
+        "starter deck with its first cards due today, and print both logins with their API "
+        "tokens."
     )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--due-today",
+            type=int,
+            default=DUE_TODAY,
+            help=f"Cards due today for a newly enrolled 'demo' (default {DUE_TODAY}).",
+        )
 
     def handle(self, *args, **options):
         accounts = []
@@ -72,19 +84,34 @@ class Command(BaseCommand):
                     f"{username:<6} password {password:<16} token {token.key}  ({role}; {state})"
                 )
                 if username == "demo":
-                    lines.append(self._enrol(user))
+                    lines.append(self._enrol(user, max(options["due_today"], 0)))
 
         for line in lines:
             self.stdout.write(line)
 
-    def _enrol(self, user) -> str:
+    def _enrol(self, user, due_today: int) -> str:
         deck = Deck.objects.filter(slug=STARTER_DECK).first()
         if deck is None:
             return (
                 f"       not enrolled: deck {STARTER_DECK!r} is missing "
                 "(run manage.py load_starter_content first)"
             )
-        result = services.enroll(learner=user, deck=deck, at=timezone.now())
+        now = timezone.now()
+        result = services.enroll(learner=user, deck=deck, at=now)
+        if result.scheduled and due_today:
+            # Only on the first enrolment: running the command again never moves progress.
+            today = selectors.learner_today(learner=user, at=now)
+            first = (
+                ReviewState.objects.filter(learner=user, card__deck=deck, step=0)
+                .order_by("card__position", "card_id")
+                .values_list("pk", flat=True)[:due_today]
+            )
+            made_due = ReviewState.objects.filter(pk__in=list(first)).update(due_on=today)
+            return (
+                f"       enrolled in {deck.slug!r}: {result.scheduled} card(s) newly scheduled, "
+                f"{made_due} due today ({today}) to try a review now, the rest from "
+                f"{result.first_due_on}"
+            )
         return (
             f"       enrolled in {deck.slug!r}: {result.scheduled} card(s) newly scheduled, "
             f"first due {result.first_due_on}"
