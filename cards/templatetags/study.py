@@ -85,7 +85,8 @@ def forecast_chart(forecast: Iterable[Mapping], chart_id: str = "forecast") -> S
         return mark_safe("")
     bar, gap, left, top, bottom = 10, 3, 36, 12, 28
     height = 120
-    width = left + len(days) * (bar + gap)
+    # Room on the right for half of a label centred under the last labelled bar.
+    width = left + len(days) * (bar + gap) + 10
     peak = max(count for _, count in days)
     scale_max = max(peak, 1)
     total = sum(count for _, count in days)

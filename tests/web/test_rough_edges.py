@@ -141,6 +141,14 @@ def test_chart_text_is_at_least_12px_on_a_phone(live_server, phone, learner, dec
         })"""
     )
     assert sizes and min(sizes) >= 12, sizes
+    # No label is cut off at either edge of its chart.
+    outside = phone.evaluate(
+        """() => Array.from(document.querySelectorAll('.chart svg text')).filter(t => {
+            const box = t.getBBox(), view = t.ownerSVGElement.viewBox.baseVal;
+            return box.x < 0 || box.x + box.width > view.width;
+        }).map(t => t.textContent)"""
+    )
+    assert outside == []
 
 
 @pytest.mark.browser
