@@ -129,7 +129,9 @@ class TokenView(APIView):
             raise ValidationError(
                 {"non_field_errors": ["Unable to log in with these credentials."]}
             )
-        return Response({"token": account_services.token_for_login(user=user)})
+        return Response(
+            {"token": account_services.token_for_login(user=user, request=request._request)}
+        )
 
 
 class LogoutView(APIView):

@@ -7,6 +7,7 @@ from importlib import resources
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.signals import user_logged_in
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.tokens import default_token_generator
 from django.core import signing
@@ -125,9 +126,15 @@ def profile_update(*, user, password: str | None = None, **fields) -> LearnerPro
 # --- Tokens and passwords ------------------------------------------------------------
 
 
-def token_for_login(*, user) -> str:
-    """The learner's API token, created on the first log-in after a log-out or rotation."""
+def token_for_login(*, user, request=None) -> str:
+    """The learner's API token, created on the first log-in after a log-out or rotation.
+
+    Sends ``user_logged_in`` as a session log-in does: ``last_login`` moves and the
+    failed log-ins counted towards a lockout are cleared.
+    """
     token, _ = Token.objects.get_or_create(user=user)
+    if request is not None:
+        user_logged_in.send(sender=user.__class__, request=request, user=user)
     return token.key
 
 
@@ -208,7 +215,12 @@ def password_reset_request(*, email: str, request) -> None:
 
     form = PasswordResetForm(data={"email": email})
     if form.is_valid():
-        form.save(request=request, use_https=request.is_secure())
+        form.save(
+            request=request,
+            use_https=request.is_secure(),
+            subject_template_name="registration/password_reset_subject.txt",
+            email_template_name="registration/password_reset_email.txt",
+        )
 
 
 # --- E-mail confirmation -----------------------------------------------------------
