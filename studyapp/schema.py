@@ -60,7 +60,7 @@ class AutoSchema(BaseAutoSchema):
                 "415", _error("Only application/json request bodies are accepted.", DETAIL_ERROR)
             )
             responses.setdefault(
-                "413", _error("The body is larger than the limit (4 MiB).", DETAIL_ERROR)
+                "413", _error("The body is larger than the limit (8 MiB).", DETAIL_ERROR)
             )
         if throttled(self.view, self.method):
             responses.setdefault("429", THROTTLED)

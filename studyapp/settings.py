@@ -310,9 +310,10 @@ STUDY_PLAYGROUND_CONCURRENCY = int(os.environ.get("STUDY_PLAYGROUND_CONCURRENCY"
 STUDY_PLAYGROUND_WAIT_SECONDS = float(os.environ.get("STUDY_PLAYGROUND_WAIT_SECONDS", "5"))
 
 # --- Request limits ---------------------------------------------------------------
-# The largest request the API accepts: 256 x 256 Q, K and V written at full
-# precision are about 2.9 MB, so 4 MiB leaves room for formatting.
-DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("STUDY_MAX_BODY_BYTES", str(4 * 1024 * 1024)))
+# The largest request body accepted. The largest playground request the contract
+# allows, X and W_Q, W_K, W_V of 256 x 256 at float64's full precision plus a
+# 256 x 256 mask, is about 6.2 MB as Python's json writes it (Q, K, V alone: 4.3 MB).
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("STUDY_MAX_BODY_BYTES", str(8 * 1024 * 1024)))
 STUDY_JSON_MAX_DEPTH = 32
 # An error answer larger than this is cut down to its first fields and messages.
 STUDY_MAX_ERROR_BYTES = 64 * 1024
