@@ -105,3 +105,22 @@ def readyz(request):
     if not ready:
         response["Retry-After"] = "10"
     return response
+
+
+class HealthCheckMiddleware:
+    """Answers /healthz and /readyz before host checks and the HTTPS redirect.
+
+    Probes come from the container runtime or a load balancer over plain HTTP, with
+    whatever Host header they use; the answers hold no data worth protecting.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.method == "GET":
+            if request.path_info == "/healthz":
+                return healthz(request)
+            if request.path_info == "/readyz":
+                return readyz(request)
+        return self.get_response(request)

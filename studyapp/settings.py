@@ -56,6 +56,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "studyapp.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "studyapp.middleware.RequestGuardMiddleware",
@@ -275,9 +276,10 @@ STUDY_THROTTLE_DEFAULTS = {
 
 
 def _throttle_rate(scope: str) -> str | None:
-    raw = os.environ.get(f"STUDY_THROTTLE_{scope.upper()}", STUDY_THROTTLE_DEFAULTS[scope])
-    raw = raw.strip().lower()
-    if raw in {"off", "none", ""}:
+    # Unset or empty: the default (an empty value from compose must not mean "off").
+    raw = os.environ.get(f"STUDY_THROTTLE_{scope.upper()}", "").strip().lower()
+    raw = raw or STUDY_THROTTLE_DEFAULTS[scope]
+    if raw == "off":
         return None
     count, _, period = raw.partition("/")
     if not count.isdigit() or period[:1] not in {"s", "m", "h", "d"}:
