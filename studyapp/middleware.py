@@ -129,13 +129,11 @@ class RequestGuardMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        refused = self._refuse(request)
-        if refused is not None:
-            return refused
         if request.path == PLAYGROUND_PATH and request.method == "POST":
+            # The slot is taken before the body is read, so waiting requests hold no body.
             response = self._playground(request)
         else:
-            response = self.get_response(request)
+            response = self._refuse(request) or self.get_response(request)
         return self._bound(response)
 
     def _refuse(self, request) -> HttpResponse | None:
@@ -178,7 +176,7 @@ class RequestGuardMiddleware:
                 retry_after=2,
             )
         try:
-            response = self.get_response(request)
+            response = self._refuse(request) or self.get_response(request)
         finally:
             slots.release()
         if len(getattr(request, "_body", b"") or b"") > LARGE_BODY_BYTES:
