@@ -92,6 +92,30 @@ def test_a_nul_in_the_query_is_a_400_with_a_string_detail(api, url):
 
 
 @pytest.mark.django_db
+def test_a_nul_in_body_text_is_a_400_naming_the_field(staff_api, deck):
+    card = deck.cards.first()
+    response = staff_api.patch(
+        f"/api/v1/cards/{card.pk}/", {"prompt": "before\u0000after"}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json() == {"prompt": ["Null characters are not allowed."]}
+
+
+def test_a_database_refusing_nul_is_a_string_detail_not_a_list():
+    from django.db import DataError
+
+    from cards.api_errors import exception_handler
+
+    nul = exception_handler(DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"), {})
+    assert nul.status_code == 400
+    assert nul.data == {"detail": "Text may not contain the NUL character (\\u0000)."}
+    big = exception_handler(DataError("integer out of range"), {})
+    assert big.status_code == 400 and big.data == {
+        "detail": "A value is out of range for its field."
+    }
+
+
+@pytest.mark.django_db
 def test_a_nul_in_a_page_query_is_a_plain_400(client):
     response = client.get("/login/?next=%00")
     assert response.status_code == 400
