@@ -2,6 +2,8 @@
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
@@ -14,6 +16,7 @@ from . import (
 )
 from .models import Card, Deck, Enrollment, LearnerProfile, ReviewLog, ReviewState, Tag
 from .rendering import render_markdown
+from .services import privacy
 
 
 class CardInline(admin.TabularInline):
@@ -155,3 +158,29 @@ class LearnerProfileAdmin(admin.ModelAdmin):
     list_display = ["user", "timezone", "day_starts_at", "reminders", "reminder_hour"]
     list_filter = ["reminders", "day_starts_at"]
     search_fields = ["user__username", "timezone"]
+
+
+# --- Deleting a learner -------------------------------------------------------------
+# The learner's records have read-only admins that refuse deletion one by one; a
+# superuser deleting the account removes them through the privacy service instead
+# (the review log is kept for statistics, unlinked from the person).
+
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class LearnerUserAdmin(UserAdmin):
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        if request.user.is_superuser:
+            perms_needed = set()
+        return deleted, counts, perms_needed, protected
+
+    def delete_model(self, request, obj):
+        privacy.account_delete(user=obj, check_password=False)
+
+    def delete_queryset(self, request, queryset):
+        for user in queryset:
+            privacy.account_delete(user=user, check_password=False)

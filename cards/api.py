@@ -29,11 +29,15 @@ from . import selectors, services
 from .models import Card, ReviewLog, Tag
 from .pagination import StrictPageNumberPagination
 from .serializers import (
+    AccountDeleteSerializer,
     CardSerializer,
     DeckSerializer,
     DueQueueSerializer,
     EnrollResultSerializer,
     NotDueSerializer,
+    PasswordChangeSerializer,
+    PasswordResetConfirmSerializer,
+    PasswordResetSerializer,
     ProfileSerializer,
     RegisteredSerializer,
     RegisterSerializer,
@@ -43,6 +47,9 @@ from .serializers import (
     TokenRequestSerializer,
     TokenSerializer,
 )
+from .services import accounts as account_services
+from .services import privacy
+from .services import reviews as review_services
 
 DETAIL = OpenApiResponse(
     response={"type": "object", "properties": {"detail": {"type": "string"}}},
@@ -78,6 +85,7 @@ def _int_param(request, name: str) -> int | None:
 class RegisterView(APIView):
     permission_classes = [permissions.AllowAny]
     authentication_classes: list = []
+    throttle_scope = "register"
 
     @extend_schema(
         tags=["auth"],
@@ -95,18 +103,25 @@ class RegisterView(APIView):
 class TokenView(APIView):
     permission_classes = [permissions.AllowAny]
     authentication_classes: list = []
+    throttle_scope = "login"
 
     @extend_schema(
         tags=["auth"],
         request=TokenRequestSerializer,
         responses={200: TokenSerializer},
         summary="Exchange a username and password for the API token",
+        description=(
+            "Failed log-ins for one username (here and on the web log-in together) lock it "
+            "for a while after too many, the right password included: 429 with Retry-After. "
+            "A password reset ends the lockout."
+        ),
     )
     def post(self, request):
         data = TokenRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        # The plain HttpRequest: the lockout check flags it, and its middleware answers 429.
         user = authenticate(
-            request,
+            request._request,
             username=data.validated_data["username"],
             password=data.validated_data["password"],
         )
@@ -114,8 +129,101 @@ class TokenView(APIView):
             raise ValidationError(
                 {"non_field_errors": ["Unable to log in with these credentials."]}
             )
-        token, _ = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key})
+        return Response(
+            {"token": account_services.token_for_login(user=user, request=request._request)}
+        )
+
+
+class LogoutView(APIView):
+    @extend_schema(
+        tags=["auth"],
+        request=None,
+        responses={204: None},
+        summary="Log out: the token used is deleted",
+    )
+    def post(self, request):
+        if isinstance(request.auth, Token):
+            account_services.token_delete(key=request.auth.key)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PasswordResetView(APIView):
+    permission_classes = [permissions.AllowAny]
+    authentication_classes: list = []
+    throttle_scope = "password_reset"
+
+    @extend_schema(
+        tags=["auth"],
+        request=PasswordResetSerializer,
+        responses={202: None},
+        summary="Mail a one-time password reset link",
+        description="Answers 202 whether or not the address belongs to an account.",
+    )
+    def post(self, request):
+        data = PasswordResetSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        account_services.password_reset_request(
+            email=data.validated_data["email"], request=request._request
+        )
+        return Response(status=status.HTTP_202_ACCEPTED)
+
+
+class PasswordResetConfirmView(APIView):
+    permission_classes = [permissions.AllowAny]
+    authentication_classes: list = []
+    throttle_scope = "password_reset"
+
+    @extend_schema(
+        tags=["auth"],
+        request=PasswordResetConfirmSerializer,
+        responses={204: None},
+        summary="Set a new password with the uid and token of a reset link",
+        description="Every API token of the account stops working and a lockout ends.",
+    )
+    def post(self, request):
+        data = PasswordResetConfirmSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        account_services.password_reset_confirm(**data.validated_data)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PasswordChangeView(APIView):
+    @extend_schema(
+        tags=["profile"],
+        request=PasswordChangeSerializer,
+        responses={200: TokenSerializer},
+        summary="Change the password; answers a new token and the old one stops working",
+    )
+    def post(self, request):
+        data = PasswordChangeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        token = account_services.password_change(user=request.user, **data.validated_data)
+        return Response({"token": token})
+
+
+class ExportView(APIView):
+    @extend_schema(
+        tags=["profile"],
+        responses={
+            200: OpenApiResponse(
+                {
+                    "type": "object",
+                    "properties": {
+                        name: {"type": "object" if name == "profile" else "array"}
+                        for name in privacy.EXPORT_SECTIONS
+                    },
+                },
+                description="Everything held about the learner, one section per source.",
+            )
+        },
+        summary="Download everything the service holds about you",
+    )
+    def get(self, request):
+        response = Response(privacy.account_export(user=request.user))
+        response["Content-Disposition"] = (
+            f'attachment; filename="study-export-{request.user.get_username()}.json"'
+        )
+        return response
 
 
 class MeView(APIView):
@@ -138,6 +246,22 @@ class MeView(APIView):
             fields.update(fields.pop("user"))
         profile = services.profile_update(user=request.user, **fields)
         return Response(ProfileSerializer(profile).data)
+
+    @extend_schema(
+        tags=["profile"],
+        request=AccountDeleteSerializer,
+        responses={204: None},
+        summary="Delete the account and its personal data (needs the password)",
+        description=(
+            "Afterwards the token answers 401 and the username is free. The review log is "
+            "kept for card statistics without any link to the account."
+        ),
+    )
+    def delete(self, request):
+        data = AccountDeleteSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        privacy.account_delete(user=request.user, password=data.validated_data["password"])
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 # --- Decks -----------------------------------------------------------------------
@@ -347,7 +471,7 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         )
         try:
             claim = services.idempotency_begin(
-                learner=request.user, key=key, fingerprint=fingerprint
+                learner=request.user, key=key, fingerprint=fingerprint, at=timezone.now()
             )
         except services.IdempotencyConflict as exc:
             code = (
@@ -356,6 +480,13 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             return Response({"detail": str(exc)}, status=code)
         if isinstance(claim, services.Replay):
             return Response(claim.body, status=claim.status)
+        if getattr(claim, "taken_over", False):
+            # The first request died after its lease; answer what it recorded, if anything.
+            log = review_services.idempotency_recorded_review(learner=request.user, key=key)
+            if log is not None:
+                body = ReviewSerializer(log).data
+                services.idempotency_finish(record=claim, status=201, body=body)
+                return Response(body, status=status.HTTP_201_CREATED)
         try:
             response = self._record(request, data.validated_data, key)
         except BaseException:

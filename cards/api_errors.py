@@ -12,6 +12,10 @@ def exception_handler(exc, context):
             exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
         )
     elif isinstance(exc, DataError):
-        # e.g. an integer beyond the column's range reaching the database.
-        exc = exceptions.ValidationError({"detail": ["A value is out of range for its field."]})
+        # e.g. an integer beyond the column's range, or a NUL in text (PostgreSQL).
+        if "NUL" in str(exc) or "0x00" in str(exc):
+            message = "Text may not contain the NUL character (\\u0000)."
+        else:
+            message = "A value is out of range for its field."
+        exc = exceptions.ParseError(message)
     return drf_exception_handler(exc, context)

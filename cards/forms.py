@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from zoneinfo import available_timezones
 
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
+
+from .services.accounts import timezone_names
 
 HOURS = [(hour, f"{hour:02d}:00") for hour in range(24)]
 
@@ -15,7 +16,7 @@ HOURS = [(hour, f"{hour:02d}:00") for hour in range(24)]
 @lru_cache(maxsize=1)
 def timezone_choices() -> list[tuple[str, str]]:
     # Legacy aliases such as "US/Eastern" stay valid but clutter the list; keep them last.
-    names = sorted(available_timezones())
+    names = sorted(timezone_names())
     canonical = [n for n in names if "/" in n and not n.startswith(("Etc/", "US/", "SystemV/"))]
     rest = [n for n in names if n not in set(canonical)]
     return [(n, n.replace("_", " ")) for n in ["UTC", *canonical, *[n for n in rest if n != "UTC"]]]
@@ -52,6 +53,21 @@ class ProfileForm(forms.Form):
         choices=HOURS,
         coerce=int,
         help_text="Local time after which the day's reminder may be sent.",
+    )
+    password = forms.CharField(
+        label="Current password",
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
+        help_text="Needed only to change the e-mail address.",
+    )
+
+
+class AccountDeleteForm(forms.Form):
+    password = forms.CharField(
+        label="Your password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
     )
 
 

@@ -200,6 +200,9 @@ class LearnerProfile(models.Model):
         validators=[MinValueValidator(0), MaxValueValidator(23)],
         help_text="Local hour after which the day's reminder may be sent.",
     )
+    # The address the learner proved they read, through a link sent to it. Reminders
+    # go out only while it equals user.email.
+    confirmed_email = models.EmailField(blank=True, default="")
 
     class Meta:
         constraints = [

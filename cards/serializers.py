@@ -56,10 +56,55 @@ class ProfileSerializer(serializers.ModelSerializer):
     day_starts_at = StrictIntegerField(min_value=0, max_value=23, required=False)
     reminders = StrictBooleanField(required=False)
     reminder_hour = StrictIntegerField(min_value=0, max_value=23, required=False)
+    password = StrictCharField(
+        max_length=128,
+        trim_whitespace=False,
+        write_only=True,
+        required=False,
+        help_text="The current password; needed to change `email`.",
+    )
+    email_confirmed = serializers.SerializerMethodField(
+        help_text="Whether `email` was confirmed through its link; reminders go only to a "
+        "confirmed address."
+    )
 
     class Meta:
         model = LearnerProfile
-        fields = ["username", "email", "timezone", "day_starts_at", "reminders", "reminder_hour"]
+        fields = [
+            "username",
+            "email",
+            "email_confirmed",
+            "timezone",
+            "day_starts_at",
+            "reminders",
+            "reminder_hour",
+            "password",
+        ]
+
+    def get_email_confirmed(self, profile) -> bool:
+        return bool(profile.user.email) and profile.confirmed_email == profile.user.email
+
+
+# --- Account lifecycle --------------------------------------------------------------
+
+
+class PasswordChangeSerializer(serializers.Serializer):
+    old_password = StrictCharField(max_length=128, trim_whitespace=False)
+    new_password = StrictCharField(max_length=128, trim_whitespace=False)
+
+
+class PasswordResetSerializer(serializers.Serializer):
+    email = serializers.EmailField(max_length=254)
+
+
+class PasswordResetConfirmSerializer(serializers.Serializer):
+    uid = StrictCharField(max_length=64, help_text="The `uid` part of the e-mailed link.")
+    token = StrictCharField(max_length=128, help_text="The `token` part of the e-mailed link.")
+    new_password = StrictCharField(max_length=128, trim_whitespace=False)
+
+
+class AccountDeleteSerializer(serializers.Serializer):
+    password = StrictCharField(max_length=128, trim_whitespace=False)
 
 
 class DeckSerializer(serializers.ModelSerializer):

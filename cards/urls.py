@@ -12,6 +12,15 @@ urlpatterns = [
     path("auth/register/", api.RegisterView.as_view(), name="register"),
     path("auth/token/", api.TokenView.as_view(), name="token"),
     path("me/", api.MeView.as_view(), name="me"),
+    path("auth/logout/", api.LogoutView.as_view(), name="logout-api"),
+    path("auth/password-reset/", api.PasswordResetView.as_view(), name="password-reset-api"),
+    path(
+        "auth/password-reset/confirm/",
+        api.PasswordResetConfirmView.as_view(),
+        name="password-reset-confirm-api",
+    ),
+    path("me/password/", api.PasswordChangeView.as_view(), name="me-password"),
+    path("me/export/", api.ExportView.as_view(), name="me-export"),
     path("reviews/due/", api.DueView.as_view(), name="reviews-due"),
     path("stats/", api.StatsView.as_view(), name="stats"),
     re_path(

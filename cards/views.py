@@ -9,10 +9,19 @@ from __future__ import annotations
 import datetime as dt
 
 from django.contrib import messages
-from django.contrib.auth import login
+from django.contrib.auth import login, logout, update_session_auth_hash
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import PasswordChangeForm
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+)
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -24,8 +33,10 @@ from exercises.checking import AnswerError
 from exercises.models import Exercise
 
 from . import selectors, services
-from .forms import ProfileForm, ReviewForm, SignUpForm
+from .forms import AccountDeleteForm, ProfileForm, ReviewForm, SignUpForm
 from .models import Card, Deck
+from .services import accounts as account_services
+from .services import privacy
 
 HISTORY_WEEKS = 26
 REVIEW_BATCH = 20  # due cards read at a time while looking for one that can be shown
@@ -100,9 +111,125 @@ def profile(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "cards/profile.html",
-        {"form": form, "today": _today(request.user)},
+        {
+            "form": form,
+            "today": _today(request.user),
+            **_account_context(request.user, current),
+        },
         status=400 if form.errors else 200,
     )
+
+
+# --- Account lifecycle ----------------------------------------------------------------
+
+
+def _account_context(user, profile) -> dict:
+    confirmed = bool(user.email) and profile.confirmed_email == user.email
+    return {
+        "email_confirmed": confirmed,
+        "reminders_unconfirmed": profile.reminders and not confirmed,
+        "delete_form": AccountDeleteForm(prefix="delete"),
+    }
+
+
+def email_confirm(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        user = account_services.email_confirm(token=token)
+    except ValidationError as exc:
+        return render(
+            request, "registration/email_confirm.html", {"error": exc.messages[0]}, status=400
+        )
+    return render(request, "registration/email_confirm.html", {"confirmed": user.email})
+
+
+@login_required
+@require_POST
+def email_confirm_send(request: HttpRequest) -> HttpResponse:
+    if not request.user.email:
+        messages.warning(request, "Add an e-mail address first.")
+    else:
+        account_services.email_confirmation_send(user=request.user)
+        messages.success(request, f"A confirmation link is on its way to {request.user.email}.")
+    return redirect("profile")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def password_change(request: HttpRequest) -> HttpResponse:
+    form = PasswordChangeForm(request.user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            account_services.password_change(
+                user=request.user,
+                old_password=form.cleaned_data["old_password"],
+                new_password=form.cleaned_data["new_password1"],
+            )
+        except ValidationError as exc:
+            _apply_errors(form, exc)
+        else:
+            update_session_auth_hash(request, request.user)
+            messages.success(request, "Password changed. Your API token was replaced too.")
+            return redirect("profile")
+    return render(
+        request,
+        "registration/password_change_form.html",
+        {"form": form},
+        status=400 if form.errors else 200,
+    )
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    """Django's reset page; a new password also ends a lockout and revokes API tokens."""
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        account_services.password_was_reset(user=form.user)
+        return response
+
+
+@login_required
+@require_http_methods(["GET"])
+def account_export(request: HttpRequest) -> HttpResponse:
+    response = JsonResponse(
+        privacy.account_export(user=request.user),
+        encoder=DjangoJSONEncoder,
+        json_dumps_params={"indent": 2},
+    )
+    response["Content-Disposition"] = (
+        f'attachment; filename="study-export-{request.user.get_username()}.json"'
+    )
+    return response
+
+
+@login_required
+@require_POST
+def account_delete(request: HttpRequest) -> HttpResponse:
+    form = AccountDeleteForm(request.POST, prefix="delete")
+    if form.is_valid():
+        try:
+            privacy.account_delete(user=request.user, password=form.cleaned_data["password"])
+        except ValidationError as exc:
+            _apply_errors(form, exc)
+        else:
+            logout(request)
+            messages.success(request, "Your account and its personal data were deleted.")
+            return redirect("login")
+    current = selectors.learner_profile(request.user)
+    context = {
+        "form": ProfileForm(
+            initial={
+                "email": request.user.email,
+                "timezone": current.timezone,
+                "day_starts_at": current.day_starts_at,
+                "reminders": current.reminders,
+                "reminder_hour": current.reminder_hour,
+            }
+        ),
+        "today": _today(request.user),
+        **_account_context(request.user, current),
+        "delete_form": form,
+    }
+    return render(request, "cards/profile.html", context, status=400)
 
 
 # --- Dashboard and decks ----------------------------------------------------------

@@ -1,5 +1,5 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, reverse_lazy
 
 from . import views
 
@@ -11,6 +11,35 @@ urlpatterns = [
         auth_views.LoginView.as_view(redirect_authenticated_user=True),
         name="login",
     ),
+    # --- account lifecycle
+    path("password/change/", views.password_change, name="password-change"),
+    path(
+        "password/reset/",
+        auth_views.PasswordResetView.as_view(
+            subject_template_name="registration/password_reset_subject.txt",
+            email_template_name="registration/password_reset_email.txt",
+        ),
+        name="password_reset",
+    ),
+    path(
+        "password/reset/sent/",
+        auth_views.PasswordResetDoneView.as_view(),
+        name="password_reset_done",
+    ),
+    path(
+        "password/reset/<uidb64>/<token>/",
+        views.PasswordResetConfirmView.as_view(success_url=reverse_lazy("password_reset_complete")),
+        name="password_reset_confirm",
+    ),
+    path(
+        "password/reset/done/",
+        auth_views.PasswordResetCompleteView.as_view(),
+        name="password_reset_complete",
+    ),
+    path("profile/email/confirm/<str:token>/", views.email_confirm, name="email-confirm"),
+    path("profile/email/send/", views.email_confirm_send, name="email-confirm-send"),
+    path("profile/export/", views.account_export, name="account-export"),
+    path("profile/delete/", views.account_delete, name="account-delete"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("profile/", views.profile, name="profile"),
     path("decks/<slug:slug>/enroll/", views.deck_enroll, name="dashboard-enroll"),

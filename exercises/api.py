@@ -77,6 +77,7 @@ class ExerciseKindListView(GenericAPIView):
 class ExerciseListCreateView(GenericAPIView):
     serializer_class = ExerciseSerializer
     parser_classes = [JSONParser]
+    throttle_scopes = {"POST": "exercise_create"}
 
     def get_queryset(self):
         return selectors.exercises_for_owner(owner=self.request.user)
@@ -139,6 +140,7 @@ class ExerciseSubmitView(APIView):
     """Submit answers. Subclasses may override ``submit`` to add to what a submission does."""
 
     parser_classes = [NonFiniteJSONParser]
+    throttle_scope = "exercise_submit"
 
     @extend_schema(
         operation_id="exercises_submit",
@@ -203,6 +205,7 @@ class AttemptsExhaustedConflict(ValidationError):
 
 class AttentionPlaygroundView(APIView):
     parser_classes = [NonFiniteJSONParser]
+    throttle_scope = "playground"
 
     @extend_schema(
         operation_id="attention_playground",

@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 from celery import Celery
+from celery.signals import celeryd_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 
@@ -23,3 +24,13 @@ def _prepare_filesystem_broker() -> None:
 
 
 _prepare_filesystem_broker()
+
+
+@celeryd_init.connect
+def _patient_worker_sockets(conf=None, **kwargs) -> None:
+    # Web processes fail a publish fast when Redis hangs (settings.REDIS_SOCKET_TIMEOUT);
+    # a worker instead waits on its queue, so its reads get a longer timeout.
+    options = dict(conf.broker_transport_options or {})
+    if "socket_timeout" in options:
+        options["socket_timeout"] = max(float(options["socket_timeout"]), 30.0)
+        conf.broker_transport_options = options

@@ -59,4 +59,33 @@ class AutoSchema(BaseAutoSchema):
             responses.setdefault(
                 "415", _error("Only application/json request bodies are accepted.", DETAIL_ERROR)
             )
+            responses.setdefault(
+                "413", _error("The body is larger than the limit (8 MiB).", DETAIL_ERROR)
+            )
+        if throttled(self.view, self.method):
+            responses.setdefault("429", THROTTLED)
+        responses.setdefault("503", UNAVAILABLE)
         return responses
+
+
+THROTTLED = {
+    "description": (
+        "Too many requests (or, on a log-in, a locked-out username). `Retry-After` gives the "
+        "seconds to wait and `detail` says when to try again."
+    ),
+    "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+    "content": {"application/json": {"schema": DETAIL_ERROR}},
+}
+UNAVAILABLE = {
+    "description": "The database is not answering; nothing was changed. Retry after `Retry-After`.",
+    "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+    "content": {"application/json": {"schema": DETAIL_ERROR}},
+}
+
+
+def throttled(view, method: str) -> bool:
+    """Whether a rate limit applies to this operation (every authenticated one has one)."""
+    scopes = getattr(view, "throttle_scopes", None) or {}
+    if scopes.get(method) or getattr(view, "throttle_scope", None):
+        return True
+    return not all(isinstance(p, AllowAny) for p in view.get_permissions())

@@ -47,20 +47,30 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
+    "axes",
+    "csp",
     "exercises",
     "cards",
 ]
 
 MIDDLEWARE = [
+    "studyapp.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "studyapp.middleware.RequestGuardMiddleware",
+    "studyapp.middleware.DatabaseOutageMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "studyapp.throttling.WebFormThrottleMiddleware",
+    # Last, so it sees the flag the log-in views leave on a locked-out request.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "studyapp.urls"
@@ -97,6 +107,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The lockout check runs before the password is even compared (see docs/security.md).
+AUTHENTICATION_BACKENDS = [
+    "studyapp.throttling.LockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -148,6 +164,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 20,
     "DEFAULT_SCHEMA_CLASS": "studyapp.schema.AutoSchema",
     "EXCEPTION_HANDLER": "cards.api_errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["studyapp.throttling.StudyThrottle"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
@@ -162,18 +179,32 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    # Swagger UI and ReDoc from the installed drf-spectacular-sidecar, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {},
 }
 
 # --- Celery ------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# Seconds a Redis connect or read may take before it fails (broker and cache).
+REDIS_SOCKET_TIMEOUT = float(os.environ.get("STUDY_REDIS_TIMEOUT", "0.5"))
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     # Longer than the longest countdown/ETA we use and than any task's hard time
     # limit, so Redis never redelivers a task that is still running.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    # Socket timeouts: a hung Redis fails a publish within about a second instead
+    # of holding the request (the beat job catches up on what was not enqueued).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": 3600,
+        "socket_timeout": REDIS_SOCKET_TIMEOUT,
+        "socket_connect_timeout": REDIS_SOCKET_TIMEOUT,
+        "max_retries": 0,
+    }
+    CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_SOCKET_TIMEOUT
 else:
     _broker_dir = VAR_DIR / "celery-broker"
     CELERY_BROKER_URL = "filesystem://"
@@ -211,6 +242,105 @@ CELERY_BEAT_SCHEDULE = {
         "task": "cards.tasks.housekeeping",
         "schedule": crontab(minute=17, hour="*"),
     },
+}
+
+# --- Cache: throttle counters and lockouts ------------------------------------------
+# Redis when REDIS_URL is set, so every gunicorn worker and web container shares
+# the counters; a per-process memory cache on the embedded default.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": os.environ.get("STUDY_CACHE_URL", REDIS_URL),
+            "KEY_PREFIX": "study",
+            "OPTIONS": {
+                "socket_timeout": REDIS_SOCKET_TIMEOUT,
+                "socket_connect_timeout": REDIS_SOCKET_TIMEOUT,
+            },
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# --- Rate limits and lockout (docs/security.md) ----------------------------------
+# STUDY_THROTTLE_<SCOPE> = "<n>/<second|minute|hour|day>" or "off".
+STUDY_THROTTLE_DEFAULTS = {
+    "register": "20/hour",  # per client address
+    "login": "30/minute",  # per client address; web log-in and auth/token/ together
+    "password_reset": "10/hour",  # per client address
+    "exercise_create": "120/minute",  # per learner
+    "exercise_submit": "120/minute",  # per learner
+    "playground": "60/minute",  # per learner
+    "user": "1200/minute",  # per learner, every other authenticated request
+}
+
+
+def _throttle_rate(scope: str) -> str | None:
+    # Unset or empty: the default (an empty value from compose must not mean "off").
+    raw = os.environ.get(f"STUDY_THROTTLE_{scope.upper()}", "").strip().lower()
+    raw = raw or STUDY_THROTTLE_DEFAULTS[scope]
+    if raw == "off":
+        return None
+    count, _, period = raw.partition("/")
+    if not count.isdigit() or period[:1] not in {"s", "m", "h", "d"}:
+        raise RuntimeError(
+            f"STUDY_THROTTLE_{scope.upper()}: expected '<n>/<second|minute|hour|day>' "
+            f"or 'off', got {raw!r}"
+        )
+    return raw
+
+
+STUDY_THROTTLE_RATES = {scope: _throttle_rate(scope) for scope in STUDY_THROTTLE_DEFAULTS}
+# Client addresses come from REMOTE_ADDR unless a proxy in front is trusted to set
+# X-Forwarded-For (then the number of proxies, as DRF's NUM_PROXIES).
+STUDY_TRUSTED_PROXIES = int(os.environ.get("STUDY_TRUSTED_PROXIES", "0"))
+
+# django-axes: failed log-ins counted per username, web and API together.
+AXES_LOCKOUT_PARAMETERS = ["username"]
+AXES_FAILURE_LIMIT = int(os.environ.get("STUDY_LOCKOUT_FAILURES", "5"))
+AXES_COOLOFF_TIME = float(os.environ.get("STUDY_LOCKOUT_MINUTES", "15")) / 60  # hours
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "studyapp.throttling.lockout_response"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False
+# Lockout is per username whatever the address (the contract); per-address limits
+# are the "login" throttle scope, which axes' W006 cannot see.
+SILENCED_SYSTEM_CHECKS = ["axes.W006"]
+
+# Playground requests computed at once per process; more wait up to this long.
+# A maximum request peaks at about 125 MB of Python objects (a 6 MB body in, 13 MB out).
+STUDY_PLAYGROUND_CONCURRENCY = int(os.environ.get("STUDY_PLAYGROUND_CONCURRENCY", "1"))
+STUDY_PLAYGROUND_WAIT_SECONDS = float(os.environ.get("STUDY_PLAYGROUND_WAIT_SECONDS", "5"))
+
+# --- Request limits ---------------------------------------------------------------
+# The largest request body accepted. The largest playground request the contract
+# allows, X and W_Q, W_K, W_V of 256 x 256 at float64's full precision plus a
+# 256 x 256 mask, is about 6.2 MB as Python's json writes it (Q, K, V alone: 4.3 MB).
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("STUDY_MAX_BODY_BYTES", str(8 * 1024 * 1024)))
+STUDY_JSON_MAX_DEPTH = 32
+# An error answer larger than this is cut down to its first fields and messages.
+STUDY_MAX_ERROR_BYTES = 64 * 1024
+
+# --- Health ------------------------------------------------------------------------
+# /readyz reports beat as stale when no periodic task ran for this long.
+STUDY_BEAT_MAX_SILENCE_MINUTES = int(os.environ.get("STUDY_BEAT_MAX_SILENCE_MINUTES", "30"))
+
+# --- Content-Security-Policy (django-csp) -------------------------------------------
+# No inline script anywhere; inline style attributes remain (charts, heat maps).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "worker-src": ["'self'", "blob:"],
+    }
 }
 
 # --- Email -------------------------------------------------------------------

@@ -39,6 +39,13 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _no_rate_limits(settings):
+    # Every test runs from one address and shares one cache: limits are switched
+    # off here and switched on by the tests about them (tests/test_security_limits.py).
+    settings.STUDY_THROTTLE_RATES = dict.fromkeys(settings.STUDY_THROTTLE_RATES)
+
+
 @pytest.fixture
 def make_user(db, django_user_model):
     counter = {"n": 0}

@@ -11,6 +11,7 @@ import copy
 import fnmatch
 import importlib
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -260,6 +261,37 @@ def test_healthcheck_commands_parse(compose):
     web_check = compose["services"]["web"]["healthcheck"]["test"]
     assert web_check[:3] == ["CMD", "python", "-c"]
     compile(web_check[3], "healthcheck", "exec")
+
+
+def test_web_healthcheck_asks_readyz_and_needs_a_200(compose):
+    script = compose["services"]["web"]["healthcheck"]["test"][3]
+    assert "'/readyz'" in script and "!= 200" in script
+
+
+def test_health_endpoints_answer_behind_the_https_redirect_and_any_host(tmp_path):
+    # Production settings: the probe speaks plain HTTP with a Host that is not allowed.
+    script = (
+        "import django, json; django.setup(); from django.test import Client; c = Client(); "
+        "r = c.get('/healthz', HTTP_HOST='10.0.0.7:8000'); "
+        "p = c.get('/api/v1/decks/', HTTP_HOST='10.0.0.7:8000'); "
+        "print(json.dumps([r.status_code, r.json(), p.status_code]))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    env.update(
+        {
+            "DJANGO_DEBUG": "0",
+            "DJANGO_SECRET_KEY": "k" * 50,
+            "DJANGO_ALLOWED_HOSTS": "study.example.com",
+            "DJANGO_SETTINGS_MODULE": "studyapp.settings",
+        }
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    healthz, body, other = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (healthz, body) == (200, {"status": "ok"})
+    assert other == 400  # everything else still refuses the unknown host
 
 
 def test_beat_schedule_tasks_are_registered():

@@ -37,6 +37,25 @@ def test_production_settings_pass_check_deploy():
     assert "no issues" in result.stdout
 
 
+def test_production_settings_with_redis_and_limits_pass_check_deploy():
+    result = run_manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        env_overrides={
+            "DJANGO_DEBUG": "0",
+            "DJANGO_SECRET_KEY": "k" * 20 + "-production-secret-from-the-environment-9f8e7d6c",
+            "DJANGO_ALLOWED_HOSTS": "study.example.com",
+            "REDIS_URL": "redis://127.0.0.1:6399/0",
+            "STUDY_THROTTLE_USER": "off",
+            "STUDY_LOCKOUT_FAILURES": "3",
+        },
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
 def test_production_refuses_to_start_without_a_secret_key():
     result = run_manage("check", env_overrides={"DJANGO_DEBUG": "0"})
     assert result.returncode != 0

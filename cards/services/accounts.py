@@ -1,22 +1,46 @@
-"""Learner accounts: registration and the study profile."""
+"""Learner accounts: registration, the study profile, tokens, passwords and e-mail confirmation."""
 
 from __future__ import annotations
 
-from zoneinfo import available_timezones
+import logging
+from importlib import resources
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.signals import user_logged_in
+from django.contrib.auth.tokens import default_token_generator
+from django.core import signing
 from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils.encoding import force_str
+from django.utils.http import urlsafe_base64_decode
 from rest_framework.authtoken.models import Token
 
 from .. import selectors
 from ..models import LearnerProfile
 
+logger = logging.getLogger(__name__)
+
 PROFILE_FIELDS = ("timezone", "day_starts_at", "reminders", "reminder_hour")
+EMAIL_CONFIRM_SALT = "cards.email-confirm"
+EMAIL_CONFIRM_MAX_AGE = 3 * 24 * 3600
 
 
-_TIMEZONES = frozenset(available_timezones())
+def _iana_names() -> frozenset[str]:
+    """Zone names of the pinned tzdata package, not whatever the host's files hold.
+
+    ``Factory`` (a placeholder zone) and host files such as ``localtime`` or
+    ``posixrules`` are not places a learner lives in.
+    """
+    with resources.files("tzdata").joinpath("zones").open("r") as zones:
+        names = {line.strip() for line in zones if line.strip()}
+    return frozenset(names - {"Factory", "localtime", "posixrules", "posix", "right"})
+
+
+_TIMEZONES = _iana_names()
 
 
 def timezone_names() -> frozenset[str]:
@@ -58,12 +82,18 @@ def register(*, username: str, password: str, email: str = "", timezone: str = "
         raise ValidationError({"username": ["A user with that username already exists."]}) from exc
     LearnerProfile.objects.filter(user=user).update(timezone=timezone)
     token = Token.objects.create(user=user)
+    if email:
+        transaction.on_commit(lambda: email_confirmation_send(user=user))
     return user, token.key
 
 
 @transaction.atomic
-def profile_update(*, user, **fields) -> LearnerProfile:
-    """Change the learner's email and study profile; all fields are validated first."""
+def profile_update(*, user, password: str | None = None, **fields) -> LearnerProfile:
+    """Change the learner's email and study profile; all fields are validated first.
+
+    A new e-mail address needs the current ``password`` and is used for reminders
+    only once confirmed through the link sent to it.
+    """
     unknown = set(fields) - set(PROFILE_FIELDS) - {"email"}
     if unknown:
         raise ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
@@ -74,13 +104,161 @@ def profile_update(*, user, **fields) -> LearnerProfile:
             _validate_hour(field, fields[field])
     if "reminders" in fields and not isinstance(fields["reminders"], bool):
         raise ValidationError({"reminders": ["Expected true or false."]})
+    email_changes = "email" in fields and fields["email"] != user.email
+    if email_changes and not (password and user.check_password(password)):
+        raise ValidationError(
+            {"password": ["Changing the e-mail address needs your current password."]}
+        )
     profile = selectors.learner_profile(user)
     for name in PROFILE_FIELDS:
         if name in fields:
             setattr(profile, name, fields[name])
     profile.full_clean()
     profile.save()
-    if "email" in fields:
+    if email_changes:
         user.email = fields["email"]
         user.save(update_fields=["email"])
+        if user.email:
+            transaction.on_commit(lambda: email_confirmation_send(user=user))
     return profile
+
+
+# --- Tokens and passwords ------------------------------------------------------------
+
+
+def token_for_login(*, user, request=None) -> str:
+    """The learner's API token, created on the first log-in after a log-out or rotation.
+
+    Sends ``user_logged_in`` as a session log-in does: ``last_login`` moves and the
+    failed log-ins counted towards a lockout are cleared.
+    """
+    token, _ = Token.objects.get_or_create(user=user)
+    if request is not None:
+        user_logged_in.send(sender=user.__class__, request=request, user=user)
+    return token.key
+
+
+@transaction.atomic
+def token_rotate(*, user) -> str:
+    """Replace the learner's API token: the old one stops working at once."""
+    Token.objects.filter(user=user).delete()
+    return Token.objects.create(user=user).key
+
+
+def token_delete(*, key: str) -> None:
+    Token.objects.filter(key=key).delete()
+
+
+def _set_password(user, new_password: str, *, field: str) -> None:
+    try:
+        validate_password(new_password, user=user)
+    except ValidationError as exc:
+        raise ValidationError({field: exc.messages}) from exc
+    user.set_password(new_password)
+    user.save(update_fields=["password"])
+    _unlock(user.get_username())
+
+
+def _unlock(username: str) -> None:
+    # A new password is the way back from a lockout.
+    from axes.utils import reset
+
+    reset(username=username)
+
+
+@transaction.atomic
+def password_change(*, user, old_password: str, new_password: str) -> str:
+    """Set a new password after checking the old one; returns the new API token."""
+    if not user.check_password(old_password):
+        raise ValidationError({"old_password": ["This is not your current password."]})
+    _set_password(user, new_password, field="new_password")
+    logger.info("Password changed for user %s", user.pk)
+    return token_rotate(user=user)
+
+
+def password_reset_user(*, uid: str, token: str):
+    """The user a reset link (``uid``, ``token``) belongs to, or ValidationError."""
+    User = get_user_model()
+    try:
+        user = User.objects.get(pk=force_str(urlsafe_base64_decode(uid)))
+    except (TypeError, ValueError, OverflowError, User.DoesNotExist):
+        user = None
+    if user is None or not default_token_generator.check_token(user, token):
+        raise ValidationError(
+            {"token": ["This reset link is invalid, expired or already used; ask for a new one."]}
+        )
+    return user
+
+
+def password_was_reset(*, user) -> None:
+    """After Django's own reset page set the password: revoke tokens, end a lockout."""
+    Token.objects.filter(user=user).delete()
+    _unlock(user.get_username())
+    logger.info("Password reset for user %s", user.pk)
+
+
+@transaction.atomic
+def password_reset_confirm(*, uid: str, token: str, new_password: str) -> None:
+    """Set the password from a reset link; every API token of the account stops working."""
+    user = password_reset_user(uid=uid, token=token)
+    _set_password(user, new_password, field="new_password")
+    Token.objects.filter(user=user).delete()
+    logger.info("Password reset for user %s", user.pk)
+
+
+def password_reset_request(*, email: str, request) -> None:
+    """Mail a one-time reset link to every active account with this address.
+
+    Nothing tells the caller whether the address is known.
+    """
+    from django.contrib.auth.forms import PasswordResetForm
+
+    form = PasswordResetForm(data={"email": email})
+    if form.is_valid():
+        form.save(
+            request=request,
+            use_https=request.is_secure(),
+            subject_template_name="registration/password_reset_subject.txt",
+            email_template_name="registration/password_reset_email.txt",
+        )
+
+
+# --- E-mail confirmation -----------------------------------------------------------
+
+
+def email_confirmation_token(*, user) -> str:
+    return signing.dumps({"u": user.pk, "e": user.email}, salt=EMAIL_CONFIRM_SALT)
+
+
+def email_confirmation_send(*, user) -> None:
+    """Mail the link that confirms ``user.email``; a mail server that fails is logged."""
+    if not user.email:
+        return
+    link = settings.SITE_URL + reverse("email-confirm", args=[email_confirmation_token(user=user)])
+    try:
+        send_mail(
+            "Confirm your e-mail address for reminders",
+            (
+                f"Hello {user.get_username()},\n\nOpen this link within three days to "
+                f"receive study reminders at this address:\n\n{link}\n\nIf you did not "
+                "ask for this, ignore this message.\n"
+            ),
+            settings.DEFAULT_FROM_EMAIL,
+            [user.email],
+        )
+    except Exception as exc:
+        logger.warning("Could not send the e-mail confirmation to user %s: %s", user.pk, exc)
+
+
+@transaction.atomic
+def email_confirm(*, token: str):
+    """Confirm the address a link was sent to, if it is still the learner's address."""
+    try:
+        data = signing.loads(token, salt=EMAIL_CONFIRM_SALT, max_age=EMAIL_CONFIRM_MAX_AGE)
+    except signing.BadSignature as exc:
+        raise ValidationError("This confirmation link is invalid or has expired.") from exc
+    user = get_user_model().objects.filter(pk=data.get("u"), is_active=True).first()
+    if user is None or not user.email or user.email != data.get("e"):
+        raise ValidationError("This link is for an address that is no longer on the account.")
+    LearnerProfile.objects.filter(user=user).update(confirmed_email=user.email)
+    return user

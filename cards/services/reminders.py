@@ -48,6 +48,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage, get_connection
 from django.db import connection
+from django.db.models import F
 from django.template.loader import render_to_string
 from django.urls import reverse
 
@@ -99,8 +100,11 @@ def reminder_day(
 
 
 def _recipients():
-    return LearnerProfile.objects.filter(reminders=True, user__is_active=True).exclude(
-        user__email=""
+    # Only an address the learner confirmed through its link receives reminders.
+    return (
+        LearnerProfile.objects.filter(reminders=True, user__is_active=True)
+        .exclude(user__email="")
+        .filter(confirmed_email=F("user__email"))
     )
 
 
@@ -154,7 +158,7 @@ def _claim_new(*, table: str, table_params: list, at, after: int, up_to: int | N
             JOIN {user_table} u ON u.id = p.user_id
             JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
                 AND g.hour = p.reminder_hour
-            WHERE p.reminders = %s AND u.is_active = %s AND u.email <> ''
+            WHERE p.reminders = %s AND u.is_active = %s AND u.email <> '' AND p.confirmed_email = u.email
               AND p.user_id > %s {upper}
               AND NOT EXISTS (
                   SELECT 1 FROM cards_reminder r
@@ -196,7 +200,7 @@ def _reclaim_stale(*, table: str, table_params: list, at, retry_after: dt.timede
                   AND g.hour = p.reminder_hour
               WHERE p.user_id = cards_reminder.learner_id
                 AND g.study_day = cards_reminder.study_day
-                AND p.reminders = %s AND u.is_active = %s AND u.email <> ''
+                AND p.reminders = %s AND u.is_active = %s AND u.email <> '' AND p.confirmed_email = u.email
           )
         RETURNING id, learner_id, study_day, due_count
     """

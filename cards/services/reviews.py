@@ -97,11 +97,21 @@ class Replay:
     body: dict
 
 
-def idempotency_begin(*, learner, key: str, fingerprint: str) -> IdempotencyKey | Replay:
+# A claim still in flight after this long belongs to a request that died (process
+# killed, database gone before it could let go): a retry with the key takes it over.
+IDEMPOTENCY_LEASE = dt.timedelta(seconds=60)
+
+
+def idempotency_begin(
+    *, learner, key: str, fingerprint: str, at: dt.datetime | None = None
+) -> IdempotencyKey | Replay:
     """Claim ``key`` for this request, or return the stored answer of the first one.
 
     The claim commits on its own, so a second request with the same key sees it
-    while the first is still running and gets a 409 instead of waiting.
+    while the first is still running and gets a 409 instead of waiting. A claim
+    older than ``IDEMPOTENCY_LEASE`` is taken over (``taken_over`` is then true on
+    the returned record): the caller checks whether the dead request recorded
+    anything before running it again (see ``idempotency_recorded_review``).
     """
     try:
         with transaction.atomic():
@@ -116,12 +126,29 @@ def idempotency_begin(*, learner, key: str, fingerprint: str) -> IdempotencyKey 
             "This Idempotency-Key was already used with a different request body.",
             in_flight=False,
         )
+    lease_over = at is not None and at - existing.created_at >= IDEMPOTENCY_LEASE
+    if existing.status == IdempotencyKey.Status.IN_FLIGHT and lease_over:
+        # Conditional: of two retries racing for a dead claim, one takes it.
+        taken = IdempotencyKey.objects.filter(
+            pk=existing.pk,
+            status=IdempotencyKey.Status.IN_FLIGHT,
+            created_at=existing.created_at,
+        ).update(created_at=at)
+        if taken:
+            existing.created_at = at
+            existing.taken_over = True
+            return existing
     if existing.status == IdempotencyKey.Status.IN_FLIGHT:
         raise IdempotencyConflict(
             "A request with this Idempotency-Key is still being processed; retry shortly.",
             in_flight=True,
         )
     return Replay(status=existing.response_status, body=existing.response_body)
+
+
+def idempotency_recorded_review(*, learner, key: str) -> ReviewLog | None:
+    """The review a request with this key recorded, if it got that far before dying."""
+    return ReviewLog.objects.filter(learner=learner, idempotency_key=key).order_by("id").first()
 
 
 def idempotency_finish(*, record: IdempotencyKey, status: int, body: dict) -> None:

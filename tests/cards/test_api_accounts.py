@@ -31,6 +31,7 @@ def test_register_then_token_then_me(anon_api):
     assert me == {
         "username": "carol",
         "email": "c@example.com",
+        "email_confirmed": False,
         "timezone": "Asia/Tokyo",
         "day_starts_at": 4,
         "reminders": True,

@@ -40,6 +40,7 @@ def make_learner(db, django_user_model, deck):
             day_starts_at=day_starts_at,
             reminder_hour=reminder_hour,
             reminders=reminders,
+            confirmed_email=user.email,
         )
         Enrollment.objects.create(learner=user, deck=deck)
         cards = list(deck.cards.order_by("id"))

@@ -42,7 +42,7 @@ def make_learner(db, django_user_model):
             username=f"learner{n}", email=f"learner{n}@example.org" if email else ""
         )
         LearnerProfile.objects.filter(user=user).update(
-            timezone=tz, day_starts_at=day_starts_at, reminder_hour=9
+            timezone=tz, day_starts_at=day_starts_at, reminder_hour=9, confirmed_email=user.email
         )
         for deck in decks:
             Enrollment.objects.create(learner=user, deck=deck)

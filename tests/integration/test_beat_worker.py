@@ -34,6 +34,8 @@ def make_learners(count: int, *, deck: Deck, due: bool) -> list:
     LearnerProfile.objects.filter(user__in=users).update(
         timezone="UTC", day_starts_at=0, reminder_hour=0, reminders=True
     )
+    for user in users:  # reminders go only to confirmed addresses
+        LearnerProfile.objects.filter(user=user).update(confirmed_email=user.email)
     Enrollment.objects.bulk_create([Enrollment(learner=u, deck=deck) for u in users])
     if due:
         card = deck.cards.first()

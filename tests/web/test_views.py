@@ -100,6 +100,7 @@ def test_profile_saves_valid_settings(client_for, learner):
         "/profile/",
         {
             "email": "a@example.org",
+            "password": "s3cret-pass!",
             "timezone": "Asia/Tokyo",
             "day_starts_at": "5",
             "reminder_hour": "20",

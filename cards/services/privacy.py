@@ -1,0 +1,174 @@
+"""A learner's data: the export of everything held about them, and account deletion.
+
+The export is one JSON document with one section per source. A new table that
+holds a learner's data adds a section to ``EXPORT_SECTIONS`` (``reports`` is read
+from a ``cards.Report`` model with a ``learner`` field as soon as one exists).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from .. import selectors
+from ..models import Enrollment, Reminder, ReviewLog, ReviewState
+
+logger = logging.getLogger(__name__)
+
+# The review log outlives deleted accounts for the staff's card statistics, held by
+# one inactive account that cannot log in and cannot be registered (the space).
+DELETED_LEARNERS_USERNAME = "(deleted learners)"
+
+
+def _profile(user) -> dict:
+    profile = selectors.learner_profile(user)
+    return {
+        "username": user.get_username(),
+        "email": user.email,
+        "confirmed_email": profile.confirmed_email,
+        "date_joined": user.date_joined,
+        "last_login": user.last_login,
+        "timezone": profile.timezone,
+        "day_starts_at": profile.day_starts_at,
+        "reminders": profile.reminders,
+        "reminder_hour": profile.reminder_hour,
+    }
+
+
+def _enrollments(user) -> list[dict]:
+    rows = Enrollment.objects.filter(learner=user).order_by("created_at", "id")
+    return [
+        {"deck": row["deck__slug"], "enrolled_at": row["created_at"]}
+        for row in rows.values("deck__slug", "created_at")
+    ]
+
+
+def _states(user) -> list[dict]:
+    rows = ReviewState.objects.filter(learner=user).order_by("card_id")
+    return list(rows.values("card_id", "step", "due_on", "last_reviewed_at"))
+
+
+def _reviews(user) -> list[dict]:
+    rows = ReviewLog.objects.filter(learner=user).order_by("reviewed_at", "id")
+    return list(
+        rows.values(
+            "id",
+            "card_id",
+            "reviewed_at",
+            "study_day",
+            "result",
+            "step_before",
+            "step_after",
+            "interval_days",
+            "due_before",
+            "due_after",
+        )
+    )
+
+
+def _exercises(user) -> list[dict]:
+    from exercises.models import Attempt, Exercise
+
+    exercises = list(
+        Exercise.objects.filter(owner=user)
+        .order_by("created_at", "id")
+        .values(
+            "id",
+            "kind",
+            "params",
+            "inputs",
+            "asks",
+            "attempts_used",
+            "max_attempts",
+            "solved",
+            "created_at",
+        )
+    )
+    attempts = defaultdict(list)
+    for row in (
+        Attempt.objects.filter(exercise__owner=user)
+        .order_by("exercise_id", "number")
+        .values("exercise_id", "number", "answers", "correct", "score", "created_at")
+    ):
+        attempts[row.pop("exercise_id")].append(row)
+    for exercise in exercises:
+        exercise["attempts"] = attempts.get(exercise["id"], [])
+    return exercises
+
+
+def _reminders(user) -> list[dict]:
+    rows = Reminder.objects.filter(learner=user).order_by("study_day")
+    return list(rows.values("study_day", "due_count", "sent_at"))
+
+
+def _reports(user) -> list[dict]:
+    try:
+        model = apps.get_model("cards", "Report")
+    except LookupError:
+        return []
+    return list(model.objects.filter(learner=user).order_by("pk").values())
+
+
+EXPORT_SECTIONS: dict[str, Callable] = {
+    "profile": _profile,
+    "enrollments": _enrollments,
+    "states": _states,
+    "reviews": _reviews,
+    "exercises": _exercises,
+    "reports": _reports,
+    "reminders": _reminders,
+}
+
+
+def account_export(*, user) -> dict:
+    """Everything the service holds about ``user``, one section per source."""
+    document = {"exported_at": timezone.now()}
+    with transaction.atomic():  # one consistent snapshot on PostgreSQL
+        for name, section in EXPORT_SECTIONS.items():
+            document[name] = section(user)
+    return document
+
+
+def _deleted_learners():
+    User = get_user_model()
+    holder, created = User.objects.get_or_create(
+        username=DELETED_LEARNERS_USERNAME, defaults={"is_active": False}
+    )
+    if created:
+        holder.set_unusable_password()
+        holder.save(update_fields=["password"])
+    return holder
+
+
+@transaction.atomic
+def account_delete(*, user, password: str | None = None, check_password: bool = True) -> None:
+    """Delete the learner and their personal data.
+
+    The review log stays for the staff's card statistics, moved to an account that
+    stands for all deleted learners and stripped of idempotency keys, so nothing
+    in it points back to the person. Everything else of theirs is deleted.
+    """
+    if check_password and not (password and user.check_password(password)):
+        raise ValidationError({"password": ["Deleting the account needs your current password."]})
+    if user.get_username() == DELETED_LEARNERS_USERNAME:
+        raise ValidationError({"detail": ["This account holds deleted learners' reviews."]})
+    holder = _deleted_learners()
+    moved = ReviewLog.objects.filter(learner=user).update(learner=holder, idempotency_key="")
+    _forget_log_ins(user.get_username())
+    user_id = user.pk
+    user.delete()
+    logger.info("Account %s deleted; %s reviews kept without a link to it", user_id, moved)
+
+
+def _forget_log_ins(username: str) -> None:
+    from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+
+    for model in (AccessAttempt, AccessLog, AccessFailureLog):
+        model.objects.filter(username=username).delete()

@@ -1,0 +1,218 @@
+"""Guards in front of every view: request limits, bounded errors, and a database outage.
+
+- A query string holding NUL is a 400 (PostgreSQL cannot store the character).
+- A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413; JSON nested deeper than
+  ``STUDY_JSON_MAX_DEPTH`` is a 400, before any parser recurses into it.
+- Error answers (4xx JSON) longer than ``STUDY_MAX_ERROR_BYTES`` are cut down to
+  their first fields and messages.
+- The attention playground computes at most ``STUDY_PLAYGROUND_CONCURRENCY``
+  requests at once per process, and hands freed memory back to the system after.
+- A database that does not answer is a 503 with ``Retry-After``, not a 500.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import logging
+import re
+import threading
+
+import numpy as np
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.http import HttpResponse, JsonResponse
+
+logger = logging.getLogger(__name__)
+
+JSON_STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+PLAYGROUND_PATH = "/api/v1/attention/"
+DB_RETRY_AFTER_SECONDS = 30
+LARGE_BODY_BYTES = 256 * 1024
+
+
+def _is_api(request) -> bool:
+    return request.path.startswith("/api/")
+
+
+def _error(request, status: int, detail: str, *, retry_after: int | None = None) -> HttpResponse:
+    if _is_api(request):
+        response = JsonResponse({"detail": detail}, status=status)
+    else:
+        response = HttpResponse(detail, status=status, content_type="text/plain; charset=utf-8")
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+def json_depth(body: bytes) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (strings ignored).
+
+    Counted with NumPy over the bytes, so a 3 MB body costs milliseconds and a
+    100,000-deep one never reaches a recursive parser.
+    """
+    if body.count(b"[") + body.count(b"{") == 0:
+        return 0
+    text = JSON_STRING_RE.sub(b'""', body)
+    codes = np.frombuffer(text, dtype=np.uint8)
+    step = (
+        (codes == ord("[")).astype(np.int32)
+        + (codes == ord("{"))
+        - (codes == ord("]"))
+        - (codes == ord("}"))
+    )
+    return int(np.cumsum(step).max(initial=0))
+
+
+def _trim(value, *, keys: int = 20, items: int = 10, chars: int = 500):
+    if isinstance(value, dict):
+        return {k: _trim(v) for k, v in list(value.items())[:keys]}
+    if isinstance(value, list):
+        return [_trim(v) for v in value[:items]]
+    if isinstance(value, str) and len(value) > chars:
+        return value[:chars] + "…"
+    return value
+
+
+def bounded_error(content: bytes) -> bytes | None:
+    """A shorter version of an oversized JSON error body, or None when it is not JSON."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        shown = _trim(data)
+        hidden = len(data) - len(shown)
+        note = "The answer was cut to its first errors"
+        if hidden:
+            note += f" ({hidden} more fields not shown)"
+        note += "; fix these and send the request again."
+        if isinstance(shown.get("detail"), str):
+            shown["detail"] = f"{shown['detail']} ({note})"
+        else:
+            shown["detail"] = note
+        return json.dumps(shown).encode()
+    return json.dumps(_trim(data)).encode()
+
+
+def _release_memory() -> None:
+    # Large JSON bodies leave freed arenas in the C allocator; give them back.
+    if _libc is not None:
+        _libc.malloc_trim(0)
+
+
+def _load_libc():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+_libc = _load_libc()
+_playground_slots: threading.BoundedSemaphore | None = None
+_playground_lock = threading.Lock()
+
+
+def _slots() -> threading.BoundedSemaphore:
+    global _playground_slots
+    with _playground_lock:
+        if _playground_slots is None:
+            _playground_slots = threading.BoundedSemaphore(settings.STUDY_PLAYGROUND_CONCURRENCY)
+        return _playground_slots
+
+
+class RequestGuardMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path == PLAYGROUND_PATH and request.method == "POST":
+            # The slot is taken before the body is read, so waiting requests hold no body.
+            response = self._playground(request)
+        else:
+            response = self._refuse(request) or self.get_response(request)
+        return self._bound(response)
+
+    def _refuse(self, request) -> HttpResponse | None:
+        query = request.META.get("QUERY_STRING", "")
+        if "\x00" in query or "%00" in query:
+            return _error(
+                request,
+                400,
+                "The query string holds a NUL character (%00); no parameter may contain one.",
+            )
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return _error(request, 400, "Content-Length is not a number.")
+        if limit is not None and length > limit:
+            return _error(
+                request,
+                413,
+                f"The request body is {length:,} bytes; at most {limit:,} are accepted.",
+            )
+        if length and request.content_type == "application/json":
+            depth = json_depth(request.body)
+            if depth > settings.STUDY_JSON_MAX_DEPTH:
+                return _error(
+                    request,
+                    400,
+                    f"JSON parse error: arrays and objects nest {depth} levels deep; at most "
+                    f"{settings.STUDY_JSON_MAX_DEPTH} are accepted.",
+                )
+        return None
+
+    def _playground(self, request):
+        slots = _slots()
+        if not slots.acquire(timeout=settings.STUDY_PLAYGROUND_WAIT_SECONDS):
+            return _error(
+                request,
+                503,
+                "The playground is busy with other requests; try again in a few seconds.",
+                retry_after=2,
+            )
+        try:
+            response = self._refuse(request) or self.get_response(request)
+        finally:
+            slots.release()
+        if len(getattr(request, "_body", b"") or b"") > LARGE_BODY_BYTES:
+            request._body = b""
+            _release_memory()
+        return response
+
+    def _bound(self, response):
+        if (
+            400 <= response.status_code < 500
+            and not getattr(response, "streaming", False)
+            and response.get("Content-Type", "").startswith("application/json")
+            and len(response.content) > settings.STUDY_MAX_ERROR_BYTES
+        ):
+            shorter = bounded_error(response.content)
+            if shorter is not None:
+                response.content = shorter
+        return response
+
+
+class DatabaseOutageMiddleware:
+    """A database that refuses or drops connections answers 503 with Retry-After."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, OperationalError | InterfaceError):
+            return None
+        logger.error("Database unavailable: %s: %s", type(exception).__name__, exception)
+        return _error(
+            request,
+            503,
+            "The database is not answering; nothing was changed. Try again shortly.",
+            retry_after=DB_RETRY_AFTER_SECONDS,
+        )

@@ -1,0 +1,205 @@
+"""Rate limits per scope and the answer to a locked-out log-in.
+
+Each scope's rate comes from ``STUDY_THROTTLE_<SCOPE>`` (settings.STUDY_THROTTLE_RATES,
+``None`` when off). Counters live in the Django cache, so with Redis every worker
+and container shares them. Anonymous scopes (sign-up, log-in, password reset)
+count per client address; the others per learner.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+
+from axes.backends import AxesStandaloneBackend
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils import timezone
+from rest_framework.throttling import SimpleRateThrottle
+
+logger = logging.getLogger(__name__)
+
+ANONYMOUS_SCOPES = frozenset({"register", "login", "password_reset"})
+
+
+class StudyThrottle(SimpleRateThrottle):
+    """DRF throttle whose scope a view names with ``throttle_scope``.
+
+    A view may instead map HTTP methods to scopes with ``throttle_scopes``; an
+    authenticated request to a view without a scope counts against ``user``.
+    A cache that does not answer lets the request through (and is logged): the
+    limits protect the service, they must not take it down.
+    """
+
+    cache_format = "throttle:%(scope)s:%(ident)s"
+
+    def __init__(self, scope: str | None = None):
+        # SimpleRateThrottle reads the rate in __init__; here it is read per request,
+        # so a changed setting (and a test) takes effect at once.
+        self.scope = scope
+
+    def _scope_for(self, request, view) -> str | None:
+        if self.scope:
+            return self.scope
+        scopes = getattr(view, "throttle_scopes", None) or {}
+        scope = scopes.get(request.method) or getattr(view, "throttle_scope", None)
+        if scope:
+            return scope
+        user = getattr(request, "user", None)
+        return "user" if user is not None and user.is_authenticated else None
+
+    def get_rate(self):
+        return settings.STUDY_THROTTLE_RATES.get(self.scope)
+
+    def get_cache_key(self, request, view):
+        if self.scope in ANONYMOUS_SCOPES:
+            ident = client_address(request)
+        else:
+            user = getattr(request, "user", None)
+            if user is None or not user.is_authenticated:
+                ident = f"anon-{client_address(request)}"
+            else:
+                ident = user.pk
+        return self.cache_format % {"scope": self.scope, "ident": ident}
+
+    def allow_request(self, request, view) -> bool:
+        scope = self._scope_for(request, view)
+        if scope is None:
+            return True
+        bound = StudyThrottle(scope)
+        bound.rate = bound.get_rate()
+        if bound.rate is None:
+            return True
+        bound.num_requests, bound.duration = bound.parse_rate(bound.rate)
+        try:
+            allowed = SimpleRateThrottle.allow_request(bound, request, view)
+        except Exception as exc:  # the cache is down or hung: serve, and say so in the log
+            logger.warning("Rate limit %s not checked (%s: %s)", scope, type(exc).__name__, exc)
+            return True
+        self._bound = bound
+        if not allowed:
+            logger.info("Rate limit %s reached by %s", scope, bound.key)
+        return allowed
+
+    def wait(self):
+        bound = getattr(self, "_bound", None)
+        if bound is None or bound is self:
+            return SimpleRateThrottle.wait(self)
+        return bound.wait()
+
+
+def client_address(request) -> str:
+    """The client's address: REMOTE_ADDR, or X-Forwarded-For behind trusted proxies."""
+    meta = request.META
+    proxies = settings.STUDY_TRUSTED_PROXIES
+    forwarded = meta.get("HTTP_X_FORWARDED_FOR", "")
+    if proxies and forwarded:
+        hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+        if hops:
+            return hops[-min(proxies, len(hops))]
+    return meta.get("REMOTE_ADDR", "") or "unknown"
+
+
+def _retry_after_header(response: HttpResponse, seconds: float) -> HttpResponse:
+    response["Retry-After"] = str(max(1, math.ceil(seconds)))
+    return response
+
+
+def _in_words(seconds: float) -> str:
+    seconds = max(1, math.ceil(seconds))
+    if seconds < 120:
+        return f"{seconds} seconds"
+    return f"{math.ceil(seconds / 60)} minutes"
+
+
+# Server-rendered forms limited like their API counterparts: url name -> scope.
+WEB_FORM_SCOPES = {"login": "login", "signup": "register", "password_reset": "password_reset"}
+
+
+class WebFormThrottleMiddleware:
+    """Limits the POSTs of the log-in, sign-up and password reset pages (429 page)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        if request.method != "POST" or request.path.startswith("/api/"):
+            return None
+        match = request.resolver_match
+        scope = WEB_FORM_SCOPES.get(match.url_name if match else None)
+        if scope is None:
+            return None
+        throttle = StudyThrottle(scope)
+        if throttle.allow_request(request, None):
+            return None
+        wait = throttle.wait() or 1
+        response = render(
+            request, "registration/throttled.html", {"wait_words": _in_words(wait)}, status=429
+        )
+        return _retry_after_header(response, wait)
+
+
+# --- Lockout (django-axes) ------------------------------------------------------------
+
+
+class LockoutBackend(AxesStandaloneBackend):
+    """Refuses any log-in, right password included, while the username is locked out.
+
+    Only requests are checked: code that authenticates without one (a management
+    command, a test's ``client.login``) is not a log-in from outside.
+    """
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+def lockout_seconds_left(username: str) -> float:
+    """Seconds until ``username`` may log in again (the whole cool-off when unknown)."""
+    from axes.helpers import get_cool_off
+    from axes.models import AccessAttempt
+
+    cool_off = get_cool_off() or dt.timedelta(minutes=15)
+    last = (
+        AccessAttempt.objects.filter(username=username)
+        .order_by("-attempt_time")
+        .values_list("attempt_time", flat=True)
+        .first()
+    )
+    if last is None:
+        return cool_off.total_seconds()
+    return max(1.0, (last + cool_off - timezone.now()).total_seconds())
+
+
+def lockout_response(request, original_response=None, credentials=None) -> HttpResponse:
+    """429 for a locked-out username: when to try again, and the password reset as a way back."""
+    username = (credentials or {}).get("username") or request.POST.get("username", "")
+    seconds = lockout_seconds_left(username)
+    until = timezone.now() + dt.timedelta(seconds=seconds)
+    logger.warning("Log-in refused: username %r is locked out", username)
+    if request.path.startswith("/api/"):
+        response = JsonResponse(
+            {
+                "detail": (
+                    f"Too many failed log-ins for this username: it is locked for "
+                    f"{_in_words(seconds)} (until {until:%H:%M} UTC), even with the right "
+                    "password. Reset the password (POST /api/v1/auth/password-reset/) "
+                    "to get back in now."
+                )
+            },
+            status=429,
+        )
+    else:
+        response = render(
+            request,
+            "registration/locked_out.html",
+            {"wait_words": _in_words(seconds), "until": until},
+            status=429,
+        )
+    return _retry_after_header(response, seconds)
