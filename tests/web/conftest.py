@@ -110,3 +110,18 @@ def screenshot():
         return path
 
     return take
+
+
+def wait_until(page, expression: str, timeout: float = 10.0) -> None:
+    """Poll ``expression`` in the page until it is truthy.
+
+    Playwright's ``wait_for_function`` compiles its string with eval(), which the site's
+    Content-Security-Policy forbids; ``page.evaluate`` goes through the debugger instead.
+    """
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for: {expression}")
+        page.wait_for_timeout(50)

@@ -16,6 +16,7 @@ from cards import services as card_services
 from exercises import services as exercise_services
 from exercises.kinds import KINDS
 from exercises.models import Exercise
+from tests.web.conftest import wait_until
 
 from .conftest import log_in
 
@@ -217,7 +218,7 @@ def test_after_a_submit_focus_is_on_the_result_and_answers_may_be_negative(
     cell.fill("-0.5")
     view.get_by_role("button", name="Check answers").click()
     view.wait_for_selector("#exercise-feedback")
-    view.wait_for_function("document.activeElement.id === 'exercise-feedback'")
+    wait_until(view, "document.activeElement.id === 'exercise-feedback'")
     attempt = exercise.attempt_set.get()
     assert attempt.answers["scores"][0][0] == -0.5
     # Cells that are not numbers: focus goes to the list of problems instead.
@@ -225,4 +226,4 @@ def test_after_a_submit_focus_is_on_the_result_and_answers_may_be_negative(
     cell.fill("abc")
     view.get_by_role("button", name="Check answers").click()
     view.wait_for_selector("#answer-problems")
-    view.wait_for_function("document.activeElement.id === 'answer-problems'")
+    wait_until(view, "document.activeElement.id === 'answer-problems'")

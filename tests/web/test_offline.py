@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from cards import services as card_services
 from cards.models import Card, ReviewLog, ReviewState
+from tests.web.conftest import wait_until
 
 from .conftest import log_in
 
@@ -84,7 +85,7 @@ def test_answers_given_offline_are_queued_and_sent_once(live_server, page, due_d
     )
     page.context.set_offline(True)
     page.context.set_offline(False)
-    page.wait_for_function("localStorage.getItem('study.review-queue.v1') === '[]'")
+    wait_until(page, "localStorage.getItem('study.review-queue.v1') === '[]'")
     assert ReviewLog.objects.filter(learner=learner).count() == 2
     assert set(
         ReviewState.objects.filter(card_id__in=[first, second]).values_list("step", flat=True)

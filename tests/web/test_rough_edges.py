@@ -18,6 +18,7 @@ from cards.rendering import render_markdown
 from cards.templatetags.study import forecast_chart
 from exercises import services as exercise_services
 from exercises.kinds import KINDS
+from tests.web.conftest import wait_until
 
 from .conftest import log_in
 
@@ -183,7 +184,7 @@ def test_playground_says_what_it_clamps_and_marks_stale_results(live_server, pho
     assert phone.is_visible("#pg-stale")
     assert "stale" in phone.get_attribute("#pg-results", "class")
     phone.locator("#K-cols").fill("2")
-    phone.wait_for_function("document.querySelector('#pg-error').textContent.trim() === ''")
+    wait_until(phone, "document.querySelector('#pg-error').textContent.trim() === ''")
     assert phone.is_hidden("#pg-stale")
     assert phone.is_hidden(".size-note")
 
