@@ -21,6 +21,7 @@ from exercises.models import Exercise
 from exercises.services import SubmitOutcome, attempt_submit
 
 from .. import selectors
+from ..metrics import EXERCISE_CHECKS
 from ..models import ExerciseBinding, ReviewState
 from .errors import NotDue, NotScheduled
 from .reviews import exercise_review_record
@@ -228,6 +229,7 @@ def exercise_review_submit(
     ``outcome.result["review"]`` is the recorded review (or null for practice).
     """
     outcome = attempt_submit(owner=learner, exercise_id=exercise_id, answers=answers, at=at)
+    EXERCISE_CHECKS.labels("correct" if outcome.result["correct"] else "wrong").inc()
     review = None
     if outcome.first_attempt:
         binding = ExerciseBinding.objects.filter(
