@@ -39,8 +39,10 @@ def _retry_after(seconds: int | None) -> dt.timedelta:
     return dt.timedelta(seconds=seconds) if seconds is not None else reminders.DEFAULT_RETRY_AFTER
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=60, time_limit=90)
-def send_due_reminders(retry_after_seconds: int | None = None) -> int:
+@shared_task(
+    bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=60, time_limit=90
+)
+def send_due_reminders(self, retry_after_seconds: int | None = None) -> int:
     """Fan a reminder pass out: one ``send_reminders_chunk`` task per range of learner ids.
 
     Beat only enqueues; any worker takes any chunk. ``retry_after_seconds`` (a beat
@@ -49,9 +51,11 @@ def send_due_reminders(retry_after_seconds: int | None = None) -> int:
     """
     chunks = reminders.reminder_chunks(at=timezone.now(), chunk_size=settings.STUDY_REMINDER_CHUNK)
     if chunks:
+        # The chunks follow the pass onto its queue (a schedule routed elsewhere).
+        queue = (self.request.delivery_info or {}).get("routing_key")
         group(
             send_reminders_chunk.s(after, up_to, retry_after_seconds) for after, up_to in chunks
-        ).apply_async()
+        ).apply_async(**({"queue": queue} if queue else {}))
     return len(chunks)
 
 
