@@ -264,13 +264,16 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4, help="concurrent connections")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--exercises", type=int, default=2000, help="exercises made for the submit series"
+    )
     args = parser.parse_args()
 
     ensure_data(args.learners, args.cards)
     learners = learners_with_tokens()
     tokens = [token for _, token in learners]
     targets = review_targets(learners, 20_000)
-    pool = exercise_pool(learners, 4_000)
+    pool = exercise_pool(learners, args.exercises)
 
     proc = start_gunicorn(args.port, args.workers)
     try:
