@@ -264,7 +264,9 @@ class DueView(APIView):
         offset, limit = paginator.start(
             request, selectors.due_count(learner=request.user, today=today)
         )
-        rows = selectors.due_page(learner=request.user, today=today, offset=offset, limit=limit)
+        rows = selectors.due_page(
+            learner=request.user, today=today, offset=offset, limit=limit, count=paginator.count
+        )
         exercises = _bound_exercises(request, rows, today)
         ladder_days = settings.STUDY_LADDER_DAYS
         results = []

@@ -112,8 +112,14 @@ def _tag_names_sql() -> RawSQL:
     )
 
 
-def due_page(*, learner, today: dt.date, offset: int, limit: int) -> list[dict]:
+def due_page(
+    *, learner, today: dt.date, offset: int, limit: int, count: int | None = None
+) -> list[dict]:
     """One page of the due queue as plain rows, card fields and tag names included.
+
+    Given ``count`` (all that is due), a page in the back half of the queue is read
+    from its end, newest due first, and turned round: the last page costs what the
+    first does, and no page skips more than half the queue.
 
     ``bound_exercise_id`` is the exercise bound today to an exercise card's review
     when it can still record that review; ``binding_id`` is today's binding, if any.
@@ -122,9 +128,13 @@ def due_page(*, learner, today: dt.date, offset: int, limit: int) -> list[dict]:
     bindings = ExerciseBinding.objects.filter(
         learner=learner, card_id=OuterRef("card_id"), study_day=today
     )
+    from_end = count is not None and offset > count // 2
+    if from_end:
+        stop = min(offset + limit, count)
+        offset, limit = count - stop, stop - offset
     rows = list(
         due_states(learner=learner, today=today)
-        .order_by("due_on", "id")
+        .order_by(*(("-due_on", "-id") if from_end else ("due_on", "id")))
         .annotate(
             tag_names=_tag_names_sql(),
             binding_id=Subquery(bindings.values("id")[:1]),
@@ -138,6 +148,8 @@ def due_page(*, learner, today: dt.date, offset: int, limit: int) -> list[dict]:
             offset : offset + limit
         ]
     )
+    if from_end:
+        rows.reverse()
     for row in rows:
         names = row["tag_names"]
         if isinstance(names, str):

@@ -220,3 +220,20 @@ def test_the_selector_page_matches_the_queryset_order(learner):
     assert [row["card_id"] for row in rows] == expected
     tail = selectors.due_page(learner=learner, today=today, offset=5, limit=100)
     assert [row["card_id"] for row in tail] == expected[5:]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+def test_pages_read_from_the_end_match_pages_read_from_the_start(learner, size):
+    deck = make_deck("d", recall=11)
+    enrol(learner, deck)
+    today = dt.date(2026, 3, 10)
+    ReviewState.objects.filter(card__position__in=[3, 7, 8]).update(due_on=dt.date(2026, 3, 1))
+    expected = list(
+        selectors.due_reviews(learner=learner, today=today).values_list("card_id", flat=True)
+    )
+    pages = []
+    for offset in range(0, 11, size):
+        rows = selectors.due_page(learner=learner, today=today, offset=offset, limit=size, count=11)
+        assert len(rows) == min(size, 11 - offset)
+        pages.extend(row["card_id"] for row in rows)
+    assert pages == expected
