@@ -19,6 +19,7 @@ from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.fields import DateTimeField
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -27,7 +28,7 @@ from exercises.serializers import ExerciseSerializer
 
 from . import selectors, services
 from .models import Card, ReviewLog, Tag
-from .pagination import StrictPageNumberPagination
+from .pagination import DuePagination
 from .serializers import (
     AccountDeleteSerializer,
     CardSerializer,
@@ -383,29 +384,30 @@ class DueView(APIView):
     )
     def get(self, request):
         today = selectors.learner_today(learner=request.user, at=timezone.now())
-        paginator = StrictPageNumberPagination()
-        page = paginator.paginate_queryset(
-            selectors.due_reviews(learner=request.user, today=today), request, view=self
+        paginator = DuePagination()
+        offset, limit = paginator.start(
+            request, selectors.due_count(learner=request.user, today=today)
         )
-        exercises = _bound_exercises(request, page, today)
+        rows = selectors.due_page(
+            learner=request.user, today=today, offset=offset, limit=limit, count=paginator.count
+        )
+        exercises = _bound_exercises(request, rows, today)
         ladder_days = settings.STUDY_LADDER_DAYS
-        # One serializer pass for the page's cards, not one per item.
-        cards = CardSerializer([state.card for state in page], many=True).data
         results = []
-        for state, card in zip(page, cards, strict=True):
+        for row in rows:
             item = {
-                "card": card,
-                "step": state.step,
-                "interval_days": ladder_days[state.step],
-                "due_on": state.due_on,
+                "card": _due_card(row),
+                "step": row["step"],
+                "interval_days": ladder_days[row["step"]],
+                "due_on": row["due_on"],
             }
-            if state.card.kind == Card.Kind.EXERCISE:
-                item["exercise"] = exercises.get(state.card_id)
+            if row["card__kind"] == Card.Kind.EXERCISE:
+                item["exercise"] = exercises.get(row["card_id"])
             results.append(item)
         return Response(
             {
                 "today": today,
-                "count": paginator.page.paginator.count,
+                "count": paginator.count,
                 "next": paginator.get_next_link(),
                 "previous": paginator.get_previous_link(),
                 "results": results,
@@ -413,11 +415,44 @@ class DueView(APIView):
         )
 
 
-def _bound_exercises(request, page, today) -> dict:
-    exercise_states = [s for s in page if s.card.kind == Card.Kind.EXERCISE]
-    if not exercise_states:
+_DATETIME = DateTimeField()
+
+
+def _due_card(row: dict) -> dict:
+    """The card object of ``CardSerializer`` from a due-page row, without a serializer pass."""
+    spec = row["card__exercise"]
+    return {
+        "id": row["card_id"],
+        "deck": row["card__deck__slug"],
+        "key": row["card__key"],
+        "kind": row["card__kind"],
+        "prompt": row["card__prompt"],
+        "answer": row["card__answer"],
+        "tags": row["tag_names"],
+        "exercise": None
+        if spec is None
+        else {"kind": spec.get("kind"), "params": spec.get("params") or {}},
+        "position": row["card__position"],
+        "active": row["card__is_active"],
+        "created_at": _DATETIME.to_representation(row["card__created_at"]),
+        "updated_at": _DATETIME.to_representation(row["card__updated_at"]),
+    }
+
+
+def _bound_exercises(request, rows, today) -> dict:
+    items = [
+        services.DueExercise(
+            card_id=row["card_id"],
+            spec=row["card__exercise"],
+            binding_id=row["binding_id"],
+            bound_exercise_id=row["bound_exercise_id"],
+        )
+        for row in rows
+        if row["card__kind"] == Card.Kind.EXERCISE
+    ]
+    if not items:
         return {}
-    bound = services.exercises_for_review(learner=request.user, states=exercise_states, today=today)
+    bound = services.due_exercises_bind(learner=request.user, items=items, today=today)
     return {card_id: ExerciseSerializer(ex).data for card_id, ex in bound.items()}
 
 

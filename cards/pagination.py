@@ -1,5 +1,6 @@
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 
 class StrictPageNumberPagination(PageNumberPagination):
@@ -44,3 +45,36 @@ class StrictPageNumberPagination(PageNumberPagination):
             if param["name"] == self.page_query_param:
                 param["schema"].update({"minimum": 1})
         return params
+
+
+class DuePagination(StrictPageNumberPagination):
+    """Page numbers over a counted list, for views that fetch one page themselves.
+
+    The view counts, asks for ``offset``/``limit`` and fetches exactly that slice,
+    so no ORM paginator (and no second COUNT) sits in between.
+    """
+
+    def start(self, request, count: int) -> tuple[int, int]:
+        """``(offset, limit)`` of the requested page; 404 past the last page."""
+        self.request = request
+        self.count = count
+        self.size = self.get_page_size(request)
+        self.number = self.get_page_number(request, None)
+        last = max(1, -(-count // self.size))
+        if self.number > last:
+            raise NotFound(self.invalid_page_message)
+        return (self.number - 1) * self.size, self.size
+
+    def get_next_link(self):
+        if self.number * self.size >= self.count:
+            return None
+        url = self.request.build_absolute_uri()
+        return replace_query_param(url, self.page_query_param, self.number + 1)
+
+    def get_previous_link(self):
+        if self.number <= 1:
+            return None
+        url = self.request.build_absolute_uri()
+        if self.number == 2:
+            return remove_query_param(url, self.page_query_param)
+        return replace_query_param(url, self.page_query_param, self.number - 1)

@@ -6,10 +6,21 @@ import datetime as dt
 import logging
 
 from django.conf import settings
-from django.db.models import Count, Exists, Min, OuterRef, Prefetch, Q, QuerySet
+from django.db import connection
+from django.db.models import Count, Exists, Min, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models.expressions import RawSQL
 
 from . import ladder
-from .models import Card, Deck, Enrollment, LearnerProfile, ReviewLog, ReviewState, Tag
+from .models import (
+    Card,
+    Deck,
+    Enrollment,
+    ExerciseBinding,
+    LearnerProfile,
+    ReviewLog,
+    ReviewState,
+    Tag,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -49,11 +60,15 @@ def scheduled_states(*, learner) -> QuerySet[ReviewState]:
     )
 
 
+def due_states(*, learner, today: dt.date) -> QuerySet[ReviewState]:
+    """The one definition of "due today" for the queue, its count and the reminders' count."""
+    return scheduled_states(learner=learner).filter(due_on__lte=today)
+
+
 def due_reviews(*, learner, today: dt.date) -> QuerySet[ReviewState]:
     """Due states, oldest due first, with the card, its deck and its tags loaded."""
     return (
-        scheduled_states(learner=learner)
-        .filter(due_on__lte=today)
+        due_states(learner=learner, today=today)
         .select_related("card", "card__deck")
         .prefetch_related(Prefetch("card__tags", queryset=Tag.objects.only("name")))
         .order_by("due_on", "id")
@@ -61,7 +76,87 @@ def due_reviews(*, learner, today: dt.date) -> QuerySet[ReviewState]:
 
 
 def due_count(*, learner, today: dt.date) -> int:
-    return scheduled_states(learner=learner).filter(due_on__lte=today).count()
+    return due_states(learner=learner, today=today).count()
+
+
+# Separates tag names in SQLite's group_concat; a slug never contains it.
+_TAG_SEPARATOR = "\x1f"
+DUE_PAGE_FIELDS = (
+    "id",
+    "step",
+    "due_on",
+    "card_id",
+    "card__deck__slug",
+    "card__key",
+    "card__kind",
+    "card__prompt",
+    "card__answer",
+    "card__exercise",
+    "card__position",
+    "card__is_active",
+    "card__created_at",
+    "card__updated_at",
+)
+
+
+def _tag_names_sql() -> RawSQL:
+    """The card's tag names, sorted, as one column of the page query (no second query)."""
+    join = (
+        "FROM cards_tag t JOIN cards_card_tags ct ON ct.tag_id = t.id "
+        'WHERE ct.card_id = "cards_reviewstate"."card_id"'
+    )
+    if connection.vendor == "postgresql":
+        return RawSQL(f"ARRAY(SELECT t.name {join} ORDER BY t.name)", ())
+    return RawSQL(
+        f"(SELECT group_concat(name, char(31)) FROM (SELECT t.name {join} ORDER BY t.name))", ()
+    )
+
+
+def due_page(
+    *, learner, today: dt.date, offset: int, limit: int, count: int | None = None
+) -> list[dict]:
+    """One page of the due queue as plain rows, card fields and tag names included.
+
+    Given ``count`` (all that is due), a page in the back half of the queue is read
+    from its end, newest due first, and turned round: the last page costs what the
+    first does, and no page skips more than half the queue.
+
+    ``bound_exercise_id`` is the exercise bound today to an exercise card's review
+    when it can still record that review; ``binding_id`` is today's binding, if any.
+    One query, whatever the page size and the number of exercise cards on it.
+    """
+    bindings = ExerciseBinding.objects.filter(
+        learner=learner, card_id=OuterRef("card_id"), study_day=today
+    )
+    from_end = count is not None and offset > count // 2
+    if from_end:
+        stop = min(offset + limit, count)
+        offset, limit = count - stop, stop - offset
+    rows = list(
+        due_states(learner=learner, today=today)
+        .order_by(*(("-due_on", "-id") if from_end else ("due_on", "id")))
+        .annotate(
+            tag_names=_tag_names_sql(),
+            binding_id=Subquery(bindings.values("id")[:1]),
+            bound_exercise_id=Subquery(
+                bindings.exclude(review__isnull=True, exercise__attempts_used__gt=0).values(
+                    "exercise_id"
+                )[:1]
+            ),
+        )
+        .values(*DUE_PAGE_FIELDS, "tag_names", "binding_id", "bound_exercise_id")[
+            offset : offset + limit
+        ]
+    )
+    if from_end:
+        rows.reverse()
+    for row in rows:
+        names = row["tag_names"]
+        if isinstance(names, str):
+            row["tag_names"] = names.split(_TAG_SEPARATOR)
+        elif names is None:
+            row["tag_names"] = []
+    return rows
 
 
 def next_due_on(*, learner) -> dt.date | None:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from celery import shared_task
+from celery import group, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from .metrics import beat_job
 from .services import housekeeping as housekeeping_service
 from .services import reminders, scheduling
 
@@ -27,24 +30,68 @@ _PUBLISH_ONCE = {"max_retries": 0, "interval_start": 0}
 @shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)
 def schedule_new_cards(deck_id: int | None = None) -> int:
     """Place unplaced active cards of enrolled learners (one deck, or all)."""
-    return scheduling.schedule_new_cards(at=timezone.now(), deck_id=deck_id)
+    with beat_job("schedule_new_cards") as rows:
+        rows[0] = scheduling.schedule_new_cards(at=timezone.now(), deck_id=deck_id)
+    return rows[0]
+
+
+def _retry_after(seconds: int | None) -> dt.timedelta:
+    return dt.timedelta(seconds=seconds) if seconds is not None else reminders.DEFAULT_RETRY_AFTER
 
 
 @shared_task(
-    acks_late=True, reject_on_worker_lost=True, soft_time_limit=14 * 60, time_limit=15 * 60
+    bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=60, time_limit=90
 )
-def send_due_reminders(retry_after_seconds: int | None = None) -> int:
-    """One pass over learners due a reminder now.
+def send_due_reminders(self, retry_after_seconds: int | None = None) -> int:
+    """Fan a reminder pass out: one ``send_reminders_chunk`` task per range of learner ids.
 
-    ``retry_after_seconds`` (a beat kwarg staff may set) is how long a claimed but
-    unsent reminder waits before another pass takes it over.
+    Beat only enqueues; any worker takes any chunk. ``retry_after_seconds`` (a beat
+    kwarg staff may set) is how long a claimed but unsent reminder waits before
+    another pass takes it over. Returns the number of chunks enqueued.
     """
-    retry_after = (
-        dt.timedelta(seconds=retry_after_seconds)
-        if retry_after_seconds is not None
-        else reminders.DEFAULT_RETRY_AFTER
-    )
-    return reminders.send_due_reminders(at=timezone.now(), retry_after=retry_after)
+    chunks = reminders.reminder_chunks(at=timezone.now(), chunk_size=settings.STUDY_REMINDER_CHUNK)
+    if chunks:
+        # The chunks follow the pass onto its queue (a schedule routed elsewhere).
+        queue = (self.request.delivery_info or {}).get("routing_key")
+        group(
+            send_reminders_chunk.s(after, up_to, retry_after_seconds) for after, up_to in chunks
+        ).apply_async(**({"queue": queue} if queue else {}))
+    return len(chunks)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)
+def send_reminders_chunk(after: int, up_to: int | None, retry_after_seconds: int | None = None):
+    """Send the reminders due now to learners with ``after < id <= up_to``.
+
+    Past the soft time limit the chunk stops between two messages: what was sent is
+    stamped, the claims left unsent are taken over after ``retry_after`` by a later
+    pass. A chunk redelivered after its worker died finds its claims taken and
+    sends nothing twice.
+    """
+    retry_after = _retry_after(retry_after_seconds)
+    with beat_job("send_reminders_chunk") as rows:
+        try:
+            rows[0] = reminders.send_reminders_chunk(
+                at=timezone.now(), after=after, up_to=up_to, retry_after=retry_after
+            )
+        except SoftTimeLimitExceeded:
+            logger.warning(
+                "Reminder chunk (%s, %s] stopped at its time limit; unsent claims are "
+                "retried after %s",
+                after,
+                up_to,
+                retry_after,
+            )
+        except reminders.MailUnavailable as exc:
+            rows[0] = exc.sent
+            logger.error(
+                "Reminder chunk (%s, %s] stopped: %s; unsent claims are retried after %s",
+                after,
+                up_to,
+                exc,
+                retry_after,
+            )
+    return rows[0]
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)

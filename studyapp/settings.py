@@ -56,6 +56,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "studyapp.metrics.RequestLatencyMiddleware",
     "studyapp.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -150,10 +151,18 @@ STUDY_DEFAULT_DAY_STARTS_AT = 4
 STUDY_IDEMPOTENCY_TTL_HOURS = 24
 STUDY_EXERCISE_TTL_DAYS = 7
 
+# --- Operations --------------------------------------------------------------
+# Bearer token for /metrics (staff may read it with their session); unset: staff only.
+STUDY_METRICS_TOKEN = os.environ.get("STUDY_METRICS_TOKEN", "")
+# Learners per reminder chunk task, and sent reminders stamped per UPDATE (a worker
+# killed outright may resend at most one unstamped slice).
+STUDY_REMINDER_CHUNK = int(os.environ.get("STUDY_REMINDER_CHUNK", "500"))
+STUDY_REMINDER_STAMP_EVERY = int(os.environ.get("STUDY_REMINDER_STAMP_EVERY", "1"))
+
 # --- REST API ----------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "cards.authentication.ProfileTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -6,7 +6,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from . import health, views
+from . import health, metrics, views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("api/v1/", include("cards.urls")),
     path("api/v1/", include("exercises.urls")),
     # Unknown API routes answer JSON, in debug mode too (where handler404 is not used).

@@ -5,7 +5,13 @@ from .cards import card_create, card_update, cards_set_active
 from .decks import DeckFileError, ImportReport, deck_export, deck_import
 from .enrollment import EnrollResult, enroll, unenroll
 from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled, ReviewError
-from .exercise_reviews import exercise_for_review, exercise_review_submit, exercises_for_review
+from .exercise_reviews import (
+    DueExercise,
+    due_exercises_bind,
+    exercise_for_review,
+    exercise_review_submit,
+    exercises_for_review,
+)
 from .reviews import (
     Replay,
     exercise_review_record,
@@ -18,6 +24,8 @@ from .reviews import (
 
 __all__ = [
     "DeckFileError",
+    "DueExercise",
+    "due_exercises_bind",
     "ImportReport",
     "deck_export",
     "deck_import",

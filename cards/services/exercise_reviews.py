@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import secrets
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+import numpy as np
+from django.db import connection, transaction
 
-from exercises.kinds import ParamError, UnknownKindError
+from exercises.kinds import SEED_MAX, ParamError, UnknownKindError, get_kind
 from exercises.models import Exercise
-from exercises.services import SubmitOutcome, attempt_submit, exercise_create
+from exercises.services import SubmitOutcome, attempt_submit
 
 from .. import selectors
+from ..metrics import EXERCISE_CHECKS
 from ..models import ExerciseBinding, ReviewState
 from .errors import NotDue, NotScheduled
 from .reviews import exercise_review_record
@@ -25,12 +29,160 @@ from .reviews import exercise_review_record
 logger = logging.getLogger(__name__)
 
 
-def _card_params(card) -> tuple[str, dict[str, Any]]:
-    spec = card.exercise or {}
+def _card_params(spec: dict | None) -> tuple[str, dict[str, Any]]:
+    spec = spec or {}
     # A seed written on the card would make every review the same exercise: drop it,
     # so the server always chooses the seed of an exercise bound to a review.
     params = {k: v for k, v in (spec.get("params") or {}).items() if k != "seed"}
     return spec.get("kind", ""), params
+
+
+@dataclass(frozen=True)
+class DueExercise:
+    """An exercise card on a due page: what is known of its binding for today."""
+
+    card_id: int
+    spec: dict | None
+    binding_id: int | None = None
+    bound_exercise_id: int | None = None
+
+
+def _exercise_build(*, owner, kind: str, params: dict[str, Any]) -> Exercise:
+    """An unsaved variant with a server-chosen seed, as ``exercise_create`` makes one."""
+    exercise_kind = get_kind(kind)
+    normalized = exercise_kind.normalize_params(params)
+    normalized["seed"] = secrets.randbelow(SEED_MAX + 1)
+    generated = exercise_kind.generate(normalized, np.random.default_rng(normalized["seed"]))
+    return Exercise(
+        owner=owner,
+        kind=exercise_kind.name,
+        params=normalized,
+        seed=normalized["seed"],
+        prompt=generated.prompt,
+        inputs=generated.inputs,
+        asks=generated.asks,
+        solution=generated.solution,
+        rtol=generated.rtol,
+        atol=generated.atol,
+        max_attempts=generated.max_attempts,
+    )
+
+
+def _insert_values(model, objs) -> tuple[str, str, list]:
+    """``(columns, VALUES rows, params)`` to insert ``objs`` of ``model`` in raw SQL."""
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in objs for f in fields]
+    return columns, ", ".join([row] * len(objs)), params
+
+
+# A binding whose exercise was answered as practice (no review recorded, an attempt
+# used) may be replaced; any other existing binding wins over the new one.
+_BINDING_CONFLICT = """
+    ON CONFLICT (learner_id, card_id, study_day) DO UPDATE SET exercise_id = EXCLUDED.exercise_id
+    WHERE cards_exercisebinding.review_id IS NULL AND EXISTS (
+        SELECT 1 FROM exercises_exercise spent
+        WHERE spent.id = cards_exercisebinding.exercise_id AND spent.attempts_used > 0
+    )
+    RETURNING card_id, exercise_id
+"""
+
+
+def _bind_new(*, learner, built: list[tuple[int, Exercise]], today: dt.date) -> dict[int, int]:
+    """Store the new variants and bind them; returns ``{card_id: exercise_id}`` of those bound.
+
+    On PostgreSQL one statement (the variants' ``INSERT`` in a CTE feeding the bindings'),
+    so it is atomic without a transaction of its own. Variants are matched to their
+    cards by seed, unique within the batch.
+    """
+    exercises = [exercise for _, exercise in built]
+    ex_columns, ex_rows, ex_params = _insert_values(Exercise, exercises)
+    binding = ExerciseBinding(learner=learner, card_id=0, study_day=today)
+    created_at = binding._meta.get_field("created_at").pre_save(binding, True)
+    ops = connection.ops
+    head = [learner.pk, ops.adapt_datefield_value(today), ops.adapt_datetimefield_value(created_at)]
+    if connection.vendor == "postgresql":
+        pairs = ", ".join(["(%s::bigint, %s::bigint)"] * len(built))
+        sql = f"""
+            WITH ex AS (
+                INSERT INTO {Exercise._meta.db_table} ({ex_columns}) VALUES {ex_rows}
+                RETURNING id, seed
+            ), v(card_id, seed) AS (VALUES {pairs})
+            INSERT INTO {ExerciseBinding._meta.db_table}
+                (exercise_id, learner_id, card_id, study_day, review_id, created_at)
+            SELECT ex.id, %s, v.card_id, %s, NULL, %s FROM ex JOIN v ON v.seed = ex.seed
+            {_BINDING_CONFLICT}
+        """
+        params = [*ex_params, *[x for card_id, e in built for x in (card_id, e.seed)], *head]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return dict(cursor.fetchall())
+    with transaction.atomic():
+        Exercise.objects.bulk_create(exercises)
+        rows = ", ".join(["(%s, %s, %s, %s, NULL, %s)"] * len(built))
+        params = [x for card_id, e in built for x in (e.pk, head[0], card_id, head[1], head[2])]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {ExerciseBinding._meta.db_table} "
+                "(exercise_id, learner_id, card_id, study_day, review_id, created_at) "
+                f"VALUES {rows} {_BINDING_CONFLICT}",
+                params,
+            )
+            return dict(cursor.fetchall())
+
+
+def due_exercises_bind(
+    *, learner, items: Iterable[DueExercise], today: dt.date
+) -> dict[int, Exercise]:
+    """The exercise bound to each exercise card's review today, created when missing.
+
+    Set-based: one query loads the exercises already bound, one inserts the new
+    variants and one their bindings, whatever the number of cards. An exercise
+    answered while its card was out of the queue (the deck left, the card inactive)
+    was practice; its first submission is spent, so the card, due again, gets a
+    fresh exercise whose first submission can record the review.
+    """
+    items = list(items)
+    bound: dict[int, Exercise] = {}
+    ready = {item.bound_exercise_id: item.card_id for item in items if item.bound_exercise_id}
+    if ready:
+        for exercise in Exercise.objects.filter(pk__in=list(ready)):
+            bound[ready[exercise.pk]] = exercise
+    missing = [item for item in items if item.card_id not in bound]
+    built: list[tuple[DueExercise, Exercise]] = []
+    seeds: set[int] = set()  # the batch matches variants to cards by seed
+    for item in missing:
+        kind, params = _card_params(item.spec)
+        try:
+            exercise = _exercise_build(owner=learner, kind=kind, params=params)
+            while exercise.seed in seeds:
+                exercise = _exercise_build(owner=learner, kind=kind, params=params)
+            seeds.add(exercise.seed)
+            built.append((item, exercise))
+        except (UnknownKindError, ParamError) as exc:
+            logger.error("Card %s has an invalid exercise spec: %s", item.card_id, exc)
+    if not built:
+        return bound
+    won = _bind_new(
+        learner=learner,
+        built=[(item.card_id, exercise) for item, exercise in built],
+        today=today,
+    )
+    lost = []
+    for item, exercise in built:
+        if item.card_id in won:
+            exercise.pk = won[item.card_id]
+            exercise._state.adding = False
+            bound[item.card_id] = exercise
+        else:
+            lost.append(item.card_id)
+    if lost:  # a concurrent request bound these first: use its exercises
+        for binding in ExerciseBinding.objects.filter(
+            learner=learner, card_id__in=lost, study_day=today
+        ).select_related("exercise"):
+            bound[binding.card_id] = binding.exercise
+    return bound
 
 
 def exercises_for_review(
@@ -44,39 +196,21 @@ def exercises_for_review(
             learner=learner, card_id__in=[s.card_id for s in states], study_day=today
         ).select_related("exercise")
     }
-    bound: dict[int, Exercise] = {}
+    items = []
     for state in states:
         binding = bindings.get(state.card_id)
-        # An exercise answered while its card was out of the queue (the deck left, the
-        # card inactive) was practice; its first submission is spent, so the card,
-        # due again, gets a fresh exercise whose first submission can record the review.
-        if binding is not None and not (
+        usable = binding is not None and not (
             binding.review_id is None and binding.exercise.attempts_used > 0
-        ):
-            bound[state.card_id] = binding.exercise
-            continue
-        kind, params = _card_params(state.card)
-        try:
-            with transaction.atomic():
-                exercise = exercise_create(owner=learner, kind=kind, params=params)
-                if binding is None:
-                    ExerciseBinding.objects.create(
-                        exercise=exercise, learner=learner, card_id=state.card_id, study_day=today
-                    )
-                else:
-                    ExerciseBinding.objects.filter(pk=binding.pk).update(exercise=exercise)
-        except (UnknownKindError, ParamError) as exc:
-            logger.error("Card %s has an invalid exercise spec: %s", state.card_id, exc)
-            continue
-        except IntegrityError:
-            # A concurrent request bound one first: use that one.
-            exercise = (
-                ExerciseBinding.objects.select_related("exercise")
-                .get(learner=learner, card_id=state.card_id, study_day=today)
-                .exercise
+        )
+        items.append(
+            DueExercise(
+                card_id=state.card_id,
+                spec=state.card.exercise,
+                binding_id=binding.pk if binding else None,
+                bound_exercise_id=binding.exercise_id if usable else None,
             )
-        bound[state.card_id] = exercise
-    return bound
+        )
+    return due_exercises_bind(learner=learner, items=items, today=today)
 
 
 def exercise_for_review(*, learner, card, today: dt.date) -> Exercise | None:
@@ -95,6 +229,7 @@ def exercise_review_submit(
     ``outcome.result["review"]`` is the recorded review (or null for practice).
     """
     outcome = attempt_submit(owner=learner, exercise_id=exercise_id, answers=answers, at=at)
+    EXERCISE_CHECKS.labels("correct" if outcome.result["correct"] else "wrong").inc()
     review = None
     if outcome.first_attempt:
         binding = ExerciseBinding.objects.filter(

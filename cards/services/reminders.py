@@ -42,6 +42,7 @@ import datetime as dt
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -49,9 +50,10 @@ from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage, get_connection
 from django.db import connection
 from django.db.models import F
-from django.template.loader import render_to_string
+from django.template.loader import get_template
 from django.urls import reverse
 
+from ..metrics import REMINDERS_SENT
 from ..models import LearnerProfile, Reminder
 from .scheduling import groups_table, id_ranges, zone_or_utc
 
@@ -177,7 +179,15 @@ def _claim_new(*, table: str, table_params: list, at, after: int, up_to: int | N
         return _as_claims(cursor.fetchall())
 
 
-def _reclaim_stale(*, table: str, table_params: list, at, retry_after: dt.timedelta) -> list[Claim]:
+def _reclaim_stale(
+    *,
+    table: str,
+    table_params: list,
+    at,
+    retry_after: dt.timedelta,
+    after: int = 0,
+    up_to: int | None = None,
+) -> list[Claim]:
     """Take over claims left unsent for ``retry_after``, for reminders still due today.
 
     The condition on ``created_at`` is re-checked under the row lock, so of two
@@ -188,10 +198,12 @@ def _reclaim_stale(*, table: str, table_params: list, at, retry_after: dt.timede
     ops = connection.ops
     user_table = get_user_model()._meta.db_table
     learner, day = "cards_reminder.learner_id", "cards_reminder.study_day"
+    upper = "AND cards_reminder.learner_id <= %s" if up_to is not None else ""
     sql = f"""
         UPDATE cards_reminder
         SET created_at = %s, due_count = {_due_count_sql(learner, day)}
         WHERE sent_at IS NULL AND created_at < %s
+          AND cards_reminder.learner_id > %s {upper}
           AND {_due_count_sql(learner, day)} > 0
           AND EXISTS (
               SELECT 1 FROM cards_learnerprofile p
@@ -208,6 +220,8 @@ def _reclaim_stale(*, table: str, table_params: list, at, retry_after: dt.timede
         ops.adapt_datetimefield_value(at),
         True,
         ops.adapt_datetimefield_value(at - retry_after),
+        after,
+        *([up_to] if up_to is not None else []),
         True,
         *table_params,
         True,
@@ -218,16 +232,38 @@ def _reclaim_stale(*, table: str, table_params: list, at, retry_after: dt.timede
         return _as_claims(cursor.fetchall())
 
 
-def reminder_message(*, learner, claim: Claim, mail_connection=None) -> EmailMessage:
+@dataclass(frozen=True)
+class ReminderTemplates:
+    """The reminder's templates, compiled once per chunk rather than once per message."""
+
+    subject: Any
+    body: Any
+    review_url: str
+    profile_url: str
+
+    @classmethod
+    def load(cls) -> ReminderTemplates:
+        return cls(
+            subject=get_template("email/reminder_subject.txt"),
+            body=get_template("email/reminder_body.txt"),
+            review_url=settings.SITE_URL + reverse("review"),
+            profile_url=settings.SITE_URL + reverse("profile"),
+        )
+
+
+def reminder_message(
+    *, learner, claim: Claim, mail_connection=None, templates: ReminderTemplates | None = None
+) -> EmailMessage:
+    templates = templates or ReminderTemplates.load()
     context = {
         "learner": learner,
         "due_count": claim.due_count,
         "study_day": claim.study_day,
-        "review_url": settings.SITE_URL + reverse("review"),
-        "profile_url": settings.SITE_URL + reverse("profile"),
+        "review_url": templates.review_url,
+        "profile_url": templates.profile_url,
     }
-    subject = " ".join(render_to_string("email/reminder_subject.txt", context).split())
-    body = render_to_string("email/reminder_body.txt", context)
+    subject = " ".join(templates.subject.render(context).split())
+    body = templates.body.render(context)
     return EmailMessage(
         subject=subject,
         body=body,
@@ -270,21 +306,41 @@ def _close_quietly(mail) -> None:
         logger.warning("Closing the mail connection failed", exc_info=True)
 
 
-def _deliver(claims: list[Claim], *, lease: dt.datetime, clock, retry_after: dt.timedelta) -> int:
+def _stamp(reminder_ids: list[int], *, at: dt.datetime) -> None:
+    if reminder_ids:
+        Reminder.objects.filter(pk__in=reminder_ids, sent_at__isnull=True).update(sent_at=at)
+
+
+def _deliver(
+    claims: list[Claim],
+    *,
+    lease: dt.datetime,
+    clock,
+    retry_after: dt.timedelta,
+    stamp_every: int | None = None,
+) -> int:
     """Send each claimed reminder and stamp it; a failed send stays claimed for a retry.
 
     ``lease`` is the claim time this pass wrote. While the batch is being sent,
     the claims not yet sent are renewed every quarter of ``retry_after``, so no
     other pass sees them as abandoned, and any row found taken over is skipped.
-    A failed send closes the connection, so the next message gets a fresh one;
-    ``MAX_CONSECUTIVE_FAILURES`` in a row raise ``MailUnavailable``.
+    One mail connection and one compilation of the templates serve the batch. Sent
+    reminders are stamped ``stamp_every`` at a time in one ``UPDATE`` (and whatever
+    is left when the batch stops, however it stops): a worker killed outright can
+    resend at most the messages of one unstamped slice, so the default of 1 keeps
+    that window to a single message. A failed send closes the connection, so the
+    next message gets a fresh one; ``MAX_CONSECUTIVE_FAILURES`` in a row raise
+    ``MailUnavailable``.
     """
     if not claims:
         return 0
+    stamp_every = stamp_every or settings.STUDY_REMINDER_STAMP_EVERY
     users = get_user_model().objects.in_bulk([c.learner_id for c in claims])
+    templates = ReminderTemplates.load()
     held = {c.reminder_id for c in claims}
     renew_every = retry_after / 4
     sent = failures = 0
+    unstamped: list[int] = []
     mail = get_connection()
     try:
         for position, claim in enumerate(claims):
@@ -301,7 +357,10 @@ def _deliver(claims: list[Claim], *, lease: dt.datetime, clock, retry_after: dt.
                 continue
             try:
                 mail.open()  # a no-op while open; reconnects after a failed send
-                reminder_message(learner=learner, claim=claim, mail_connection=mail).send()
+                message = reminder_message(
+                    learner=learner, claim=claim, mail_connection=mail, templates=templates
+                )
+                mail.send_messages([message])
             except SoftTimeLimitExceeded:
                 # The task must stop now; this claim is retried after retry_after.
                 raise
@@ -319,13 +378,71 @@ def _deliver(claims: list[Claim], *, lease: dt.datetime, clock, retry_after: dt.
                     raise MailUnavailable(sent) from None
                 continue
             failures = 0
-            # Stamped one by one: a crash mid-batch then resends at most one message.
-            Reminder.objects.filter(pk=claim.reminder_id, sent_at__isnull=True).update(
-                sent_at=clock()
-            )
+            unstamped.append(claim.reminder_id)
             sent += 1
+            if len(unstamped) >= stamp_every:
+                _stamp(unstamped, at=clock())
+                unstamped = []
     finally:
+        _stamp(unstamped, at=clock())
         _close_quietly(mail)
+    REMINDERS_SENT.inc(sent)
+    return sent
+
+
+def reminder_chunks(*, at: dt.datetime, chunk_size: int = DEFAULT_BATCH_SIZE) -> list:
+    """Ranges ``(after, up_to]`` of learner ids, ~``chunk_size`` recipients each, for a pass.
+
+    Empty while no group's reminder is due, so an idle beat enqueues nothing.
+    """
+    if not due_groups(at=at):
+        return []
+    return list(id_ranges(_recipients(), "user_id", chunk_size))
+
+
+def send_reminders_chunk(
+    *,
+    at: dt.datetime,
+    after: int,
+    up_to: int | None,
+    retry_after: dt.timedelta = DEFAULT_RETRY_AFTER,
+    clock=None,
+) -> int:
+    """Send the reminders due at ``at`` to learners with ``after < id <= up_to``; returns how many.
+
+    Per group statement: one takeover of stale claims and one claim of new ones
+    (each counting the due cards in the same statement), then the sends. Any worker
+    may run any chunk, concurrently or twice: the claims keep each reminder to one.
+    """
+    groups = due_groups(at=at)
+    if clock is None:
+        started = time.monotonic()
+
+        def clock() -> dt.datetime:
+            # The chunk's own time line: ``at`` plus the time spent so far.
+            return at + dt.timedelta(seconds=time.monotonic() - started)
+
+    sent = 0
+    for start in range(0, len(groups), GROUPS_PER_STATEMENT):
+        table, table_params = groups_table(
+            groups[start : start + GROUPS_PER_STATEMENT],
+            ("tz", "day_start", "hour", "study_day"),
+        )
+        lease = clock()
+        stale = _reclaim_stale(
+            table=table,
+            table_params=table_params,
+            at=lease,
+            retry_after=retry_after,
+            after=after,
+            up_to=up_to,
+        )
+        sent += _deliver(stale, lease=lease, clock=clock, retry_after=retry_after)
+        lease = clock()
+        claims = _claim_new(
+            table=table, table_params=table_params, at=lease, after=after, up_to=up_to
+        )
+        sent += _deliver(claims, lease=lease, clock=clock, retry_after=retry_after)
     return sent
 
 
@@ -335,38 +452,22 @@ def send_due_reminders(
     batch_size: int = DEFAULT_BATCH_SIZE,
     retry_after: dt.timedelta = DEFAULT_RETRY_AFTER,
 ) -> int:
-    """Send every reminder due at ``at`` that no pass has sent yet; returns how many were sent.
+    """Send every reminder due at ``at`` in this process, chunk after chunk; returns how many.
 
-    Learners are visited in ranges of ~``batch_size`` ids: one claiming statement
-    per range, then the sends. Safe to run concurrently and to rerun.
+    The beat task fans the same chunks out to the workers instead. Safe to run
+    concurrently and to rerun.
     """
-    groups = due_groups(at=at)
-    if not groups:
-        return 0
     started = time.monotonic()
 
     def clock() -> dt.datetime:
-        # The pass's own time line: ``at`` plus the time spent so far.
         return at + dt.timedelta(seconds=time.monotonic() - started)
 
     sent = 0
     try:
-        for start in range(0, len(groups), GROUPS_PER_STATEMENT):
-            table, table_params = groups_table(
-                groups[start : start + GROUPS_PER_STATEMENT],
-                ("tz", "day_start", "hour", "study_day"),
+        for after, up_to in reminder_chunks(at=at, chunk_size=batch_size):
+            sent += send_reminders_chunk(
+                at=at, after=after, up_to=up_to, retry_after=retry_after, clock=clock
             )
-            lease = clock()
-            stale = _reclaim_stale(
-                table=table, table_params=table_params, at=lease, retry_after=retry_after
-            )
-            sent += _deliver(stale, lease=lease, clock=clock, retry_after=retry_after)
-            for after, up_to in id_ranges(_recipients(), "user_id", batch_size):
-                lease = clock()
-                claims = _claim_new(
-                    table=table, table_params=table_params, at=lease, after=after, up_to=up_to
-                )
-                sent += _deliver(claims, lease=lease, clock=clock, retry_after=retry_after)
     except MailUnavailable as exc:
         sent += exc.sent
         logger.error(

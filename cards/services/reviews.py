@@ -8,7 +8,8 @@ import json
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
 from .. import ladder, selectors
 from ..models import Card, IdempotencyKey, ReviewLog, ReviewState
@@ -23,13 +24,7 @@ def _advance(
     schedule = ladder.review(state.step, result, today, settings.STUDY_LADDER_DAYS)
     # Only the request that still sees the state it read may move it: a concurrent
     # submission for the same card matches zero rows here and is told it is not due.
-    moved = ReviewState.objects.filter(pk=state.pk, step=state.step, due_on=state.due_on).update(
-        step=schedule.step, due_on=schedule.due_on, last_reviewed_at=at
-    )
-    if not moved:
-        current = ReviewState.objects.filter(pk=state.pk).values_list("due_on", flat=True).first()
-        raise NotDue(current or schedule.due_on)
-    return ReviewLog.objects.create(
+    log = ReviewLog(
         learner=learner,
         card_id=state.card_id,
         reviewed_at=at,
@@ -42,13 +37,71 @@ def _advance(
         due_after=schedule.due_on,
         idempotency_key=key,
     )
+    if connection.vendor == "postgresql":
+        moved = _move_and_log(state=state, step=schedule.step, due_on=schedule.due_on, log=log)
+    else:
+        with transaction.atomic():
+            moved = ReviewState.objects.filter(
+                pk=state.pk, step=state.step, due_on=state.due_on
+            ).update(step=schedule.step, due_on=schedule.due_on, last_reviewed_at=at)
+            if moved:
+                log.save(force_insert=True)
+    if not moved:
+        current = ReviewState.objects.filter(pk=state.pk).values_list("due_on", flat=True).first()
+        raise NotDue(current or schedule.due_on)
+    return log
 
 
-@transaction.atomic
+def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: ReviewLog) -> bool:
+    """Move the state and append ``log`` in one statement, only if the state is as read.
+
+    Only the request that still sees the state it read may move it: a concurrent
+    submission for the same card matches zero rows and inserts no log.
+    """
+    ops = connection.ops
+    fields = [f for f in ReviewLog._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(ops.quote_name(f.column) for f in fields)
+    values = [f.get_db_prep_save(f.pre_save(log, True), connection) for f in fields]
+    sql = f"""
+        WITH moved AS (
+            UPDATE {ReviewState._meta.db_table}
+            SET step = %s, due_on = %s, last_reviewed_at = %s, updated_at = %s
+            WHERE id = %s AND step = %s AND due_on = %s
+            RETURNING id
+        )
+        INSERT INTO {ReviewLog._meta.db_table} ({columns})
+        SELECT {", ".join(["%s"] * len(fields))} FROM moved
+        RETURNING id
+    """
+    at = ops.adapt_datetimefield_value(log.reviewed_at)
+    params = [
+        step,
+        ops.adapt_datefield_value(due_on),
+        at,
+        ops.adapt_datetimefield_value(timezone.now()),
+        state.pk,
+        state.step,
+        ops.adapt_datefield_value(state.due_on),
+        *values,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    log.pk = row[0]
+    log._state.adding = False
+    return True
+
+
 def review_record(
     *, learner, card: Card | int, result: str, at: dt.datetime, idempotency_key: str = ""
 ) -> ReviewLog:
-    """Record a pass or fail for a due recall or interview card and move it on the ladder."""
+    """Record a pass or fail for a due recall or interview card and move it on the ladder.
+
+    No transaction of its own: the state moves and the log is appended together in one
+    conditional statement (or in one transaction where the database cannot do that).
+    """
     if result not in ReviewLog.Result.values:
         raise ValueError("result must be 'pass' or 'fail'")
     card_id = card.pk if isinstance(card, Card) else card
@@ -113,11 +166,9 @@ def idempotency_begin(
     the returned record): the caller checks whether the dead request recorded
     anything before running it again (see ``idempotency_recorded_review``).
     """
-    try:
-        with transaction.atomic():
-            return IdempotencyKey.objects.create(learner=learner, key=key, request_hash=fingerprint)
-    except IntegrityError:
-        pass
+    claim = _idempotency_claim(learner=learner, key=key, fingerprint=fingerprint)
+    if claim is not None:
+        return claim
     existing = IdempotencyKey.objects.filter(learner=learner, key=key).first()
     if existing is None:  # purged between the insert and the read: try once more
         return IdempotencyKey.objects.create(learner=learner, key=key, request_hash=fingerprint)
@@ -149,6 +200,26 @@ def idempotency_begin(
 def idempotency_recorded_review(*, learner, key: str) -> ReviewLog | None:
     """The review a request with this key recorded, if it got that far before dying."""
     return ReviewLog.objects.filter(learner=learner, idempotency_key=key).order_by("id").first()
+
+
+def _idempotency_claim(*, learner, key: str, fingerprint: str) -> IdempotencyKey | None:
+    """Insert the claim unless the key is taken (``ON CONFLICT DO NOTHING``): one statement."""
+    record = IdempotencyKey(learner=learner, key=key, request_hash=fingerprint)
+    fields = [f for f in IdempotencyKey._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {IdempotencyKey._meta.db_table} ({columns}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}) "
+            "ON CONFLICT (learner_id, key) DO NOTHING RETURNING id",
+            [f.get_db_prep_save(f.pre_save(record, True), connection) for f in fields],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    record.pk = row[0]
+    record._state.adding = False
+    return record
 
 
 def idempotency_finish(*, record: IdempotencyKey, status: int, body: dict) -> None:

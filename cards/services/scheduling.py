@@ -21,15 +21,18 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from .. import ladder
-from ..models import Enrollment, LearnerProfile
+from ..models import Card, Enrollment, LearnerProfile
 
 logger = logging.getLogger(__name__)
 
 # Enrolments per statement: with decks of ~100 cards, ~50,000 rows per transaction.
 DEFAULT_CHUNK_SIZE = 500
+# Rows aimed at per statement when decks are small: fewer, larger statements.
+ROWS_PER_STATEMENT = 50_000
 # Rows of the derived table of groups per statement (three parameters each).
 GROUPS_PER_STATEMENT = 300
 
@@ -97,8 +100,19 @@ def first_due_by_group(*, at: dt.datetime, enrollments) -> list[tuple[str, int, 
     return groups
 
 
+def _chunk_for(enrollments) -> int:
+    """Enrolments per statement so that one statement writes at most ~ROWS_PER_STATEMENT rows."""
+    largest = (
+        Card.objects.filter(is_active=True, deck_id__in=enrollments.values("deck_id"))
+        .values("deck_id")
+        .annotate(n=Count("id"))
+        .aggregate(m=Max("n"))["m"]
+    )
+    return max(DEFAULT_CHUNK_SIZE, ROWS_PER_STATEMENT // max(largest or 1, 1))
+
+
 def schedule_new_cards(
-    *, at: dt.datetime, deck_id: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE
+    *, at: dt.datetime, deck_id: int | None = None, chunk_size: int | None = None
 ) -> int:
     """Place every unplaced active card of every enrolled learner at rung 0; returns how many.
 
@@ -114,6 +128,8 @@ def schedule_new_cards(
     if not groups:
         return 0
 
+    if chunk_size is None:
+        chunk_size = _chunk_for(enrollments)
     ops = connection.ops
     now = ops.adapt_datetimefield_value(timezone.now())
     deck_filter = "AND e.deck_id = %s" if deck_id is not None else ""

@@ -11,6 +11,7 @@ from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from prometheus_client import REGISTRY
 
 import cards.admin_beat  # noqa: F401  (registers the Reminder admin)
 from cards import tasks
@@ -201,8 +202,9 @@ def test_batches_cover_every_learner_with_statements_per_batch(make_learner):
     stamps = [q for q in queries if 'SET "sent_at"' in q["sql"]]
     assert len(claims) == 3  # ranges of 2, 2 and the rest
     assert len(stamps) == 5
-    # groups + reclaim + 3 range bounds + 3 claims + 3 user reads + 5 stamps
-    assert len(queries) == 1 + 1 + 3 + 3 + 3 + 5
+    # groups + 3 range bounds, then per chunk: groups, takeover, claim and user read;
+    # one stamp per e-mail (STUDY_REMINDER_STAMP_EVERY = 1)
+    assert len(queries) == 1 + 3 + 3 * 4 + 5
 
 
 # --- crashes and retries -------------------------------------------------------------------
@@ -338,14 +340,148 @@ def test_a_long_batch_renews_its_claims_and_skips_one_taken_over(make_learner, s
     assert Reminder.objects.get(pk=rows[1].pk).sent_at is None  # the other pass sends it
 
 
-def test_the_task_uses_the_clock_and_the_retry_delay_it_is_given(make_learner, time_machine):
+@pytest.fixture(autouse=True)
+def eager_celery():
+    """Chunk tasks enqueued by the beat task run in the test process."""
+    from studyapp.celery import app
+
+    app.conf.task_always_eager = True
+    yield app
+    app.conf.task_always_eager = False
+
+
+def test_the_task_uses_the_clock_and_the_retry_delay_it_is_given(
+    make_learner, time_machine, eager_celery
+):
     learner = make_learner()
     Reminder.objects.create(learner=learner, study_day=MON, due_count=2)
     Reminder.objects.filter(learner=learner).update(created_at=utc(2026, 3, 2, 9, 0))
 
     time_machine.move_to(utc(2026, 3, 2, 9, 1), tick=False)
+    tasks.send_due_reminders()
+    assert Reminder.objects.get(learner=learner).sent_at is None  # the lease still holds
+    tasks.send_due_reminders(retry_after_seconds=30)
+    assert Reminder.objects.get(learner=learner).sent_at is not None
+    assert len(mail.outbox) == 1
+
+
+def test_beat_fans_the_pass_out_in_chunks_that_send_each_reminder_once(
+    make_learner, time_machine, eager_celery, settings
+):
+    settings.STUDY_REMINDER_CHUNK = 2
+    learners = [make_learner() for _ in range(5)]
+    time_machine.move_to(utc(2026, 3, 2, 9, 5), tick=False)
+
+    assert tasks.send_due_reminders() == 3  # chunk tasks enqueued (and run, eagerly)
+    assert sorted(m.to[0] for m in mail.outbox) == sorted(u.email for u in learners)
+    assert tasks.send_due_reminders() == 3
+    assert len(mail.outbox) == 5  # the second pass finds every reminder claimed
+    assert Reminder.objects.filter(sent_at__isnull=False).count() == 5
+
+
+def test_beat_enqueues_nothing_before_any_reminder_is_due(make_learner, time_machine):
+    make_learner(reminder_hour=9)
+    time_machine.move_to(utc(2026, 3, 2, 8, 0), tick=False)
     assert tasks.send_due_reminders() == 0
-    assert tasks.send_due_reminders(retry_after_seconds=30) == 1
+
+
+def test_a_chunk_sends_only_to_its_range_of_learners(make_learner):
+    from cards.services import reminders
+
+    learners = [make_learner() for _ in range(4)]
+    at = utc(2026, 3, 2, 9, 5)
+    sent = reminders.send_reminders_chunk(at=at, after=learners[0].pk, up_to=learners[2].pk)
+    assert sent == 2
+    assert sorted(m.to[0] for m in mail.outbox) == [learners[1].email, learners[2].email]
+    assert reminders.send_reminders_chunk(at=at, after=0, up_to=None) == 2
+
+
+class SoftLimitBackend(BaseEmailBackend):
+    """Delivers the first message, then the task's soft time limit strikes."""
+
+    outbox: list = []
+
+    def send_messages(self, email_messages):
+        from celery.exceptions import SoftTimeLimitExceeded
+
+        if type(self).outbox:
+            raise SoftTimeLimitExceeded()
+        type(self).outbox.extend(email_messages)
+        return len(email_messages)
+
+
+def test_a_chunk_at_its_soft_time_limit_stamps_what_it_sent_and_leaves_the_rest_claimed(
+    make_learner, settings, time_machine
+):
+    settings.EMAIL_BACKEND = f"{__name__}.SoftLimitBackend"
+    SoftLimitBackend.outbox = []
+    learners = [make_learner() for _ in range(3)]
+    time_machine.move_to(utc(2026, 3, 2, 9, 5), tick=False)
+
+    assert tasks.send_reminders_chunk(0, None) == 0  # stopped, not failed
+
+    assert [m.to for m in SoftLimitBackend.outbox] == [[learners[0].email]]
+    assert Reminder.objects.get(learner=learners[0]).sent_at is not None
+    unsent = Reminder.objects.filter(sent_at__isnull=True)
+    assert sorted(unsent.values_list("learner_id", flat=True)) == [u.pk for u in learners[1:]]
+
+    # Another worker takes the chunk over once the claims' lease has run out.
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    time_machine.move_to(utc(2026, 3, 2, 9, 30), tick=False)
+    assert tasks.send_reminders_chunk(0, None) == 2
+    assert sorted(m.to[0] for m in mail.outbox) == sorted(u.email for u in learners[1:])
+    assert not Reminder.objects.filter(sent_at__isnull=True).exists()
+
+
+class CountingBackend(BaseEmailBackend):
+    """Counts connections as SMTP makes them: ``open`` on an open connection is a no-op."""
+
+    opened = 0
+    messages = 0
+    is_open = False
+
+    def open(self):
+        if self.is_open:
+            return False
+        self.is_open = True
+        type(self).opened += 1
+        return True
+
+    def close(self):
+        self.is_open = False
+
+    def send_messages(self, email_messages):
+        type(self).messages += len(email_messages)
+        return len(email_messages)
+
+
+def test_a_chunk_uses_one_connection_compiles_templates_once_and_stamps_in_slices(
+    make_learner, settings, monkeypatch
+):
+    from cards.services import reminders
+
+    settings.EMAIL_BACKEND = f"{__name__}.CountingBackend"
+    settings.STUDY_REMINDER_STAMP_EVERY = 4
+    CountingBackend.opened = CountingBackend.messages = 0
+    compiled = []
+    real_get_template = reminders.get_template
+    monkeypatch.setattr(
+        reminders, "get_template", lambda name: compiled.append(name) or real_get_template(name)
+    )
+    for _ in range(10):
+        make_learner()
+
+    counted_before = REGISTRY.get_sample_value("study_reminders_sent_total")
+    with CaptureQueriesContext(connection) as ctx:
+        sent = reminders.send_reminders_chunk(at=utc(2026, 3, 2, 9, 5), after=0, up_to=None)
+
+    assert sent == CountingBackend.messages == 10
+    assert CountingBackend.opened == 1
+    assert len(compiled) == 2  # subject and body, once for the chunk
+    stamps = [q for q in ctx.captured_queries if 'SET "sent_at"' in q["sql"]]
+    assert len(stamps) == 3  # 4 + 4 + 2
+    assert REGISTRY.get_sample_value("study_reminders_sent_total") == counted_before + 10
+    assert Reminder.objects.filter(sent_at__isnull=False).count() == 10
 
 
 # --- time zones and DST, pass every 15 minutes over 48 hours --------------------------------
@@ -401,7 +537,7 @@ def expected_sends(ticks, tz, day_starts_at, hour):
 
 @pytest.mark.parametrize("start", DST_WINDOWS.values(), ids=DST_WINDOWS.keys())
 def test_every_learner_gets_one_reminder_per_study_day_after_their_local_hour(
-    make_learner, time_machine, start
+    make_learner, time_machine, start, eager_celery
 ):
     learners = {make_learner(*spec).id: spec for spec in LEARNERS}
     ticks = [start + dt.timedelta(minutes=15 * i) for i in range(48 * 4)]

@@ -314,3 +314,29 @@ def test_beat_start_keeps_staff_edits(settings, monkeypatch):
     assert PeriodicTask.objects.filter(name="every-minute-probe").exists()
     assert "housekeeping" not in scheduler.schedule
     assert "schedule-new-cards" in scheduler.schedule
+
+
+def test_statements_are_sized_by_rows_so_small_decks_take_few_statements(make_learner, monkeypatch):
+    from cards.services import scheduling
+
+    monkeypatch.setattr(scheduling, "DEFAULT_CHUNK_SIZE", 2)
+    monkeypatch.setattr(scheduling, "ROWS_PER_STATEMENT", 30)
+    one_card = Deck.objects.create(slug="one", title="One")
+    Card.objects.create(deck=one_card, prompt="Only card")
+    learners = [make_learner(decks=[one_card]) for _ in range(12)]
+
+    with CaptureQueriesContext(connection) as queries:
+        assert schedule_new_cards(at=AT) == 12
+    inserts = [q for q in queries if q["sql"].lstrip().upper().startswith("INSERT")]
+    assert len(inserts) == 1  # 30 rows per statement: all 12 learners at once
+
+    ten_cards = Deck.objects.create(slug="ten", title="Ten")
+    Card.objects.bulk_create([Card(deck=ten_cards, prompt=f"c{i}") for i in range(10)])
+    for learner in learners:
+        Enrollment.objects.create(learner=learner, deck=ten_cards)
+    with CaptureQueriesContext(connection) as queries:
+        assert schedule_new_cards(at=AT) == 120
+    inserts = [q for q in queries if q["sql"].lstrip().upper().startswith("INSERT")]
+    # 10-card decks: ranges of ~3 enrolments (30 rows), whole learners each: 24 enrolments
+    # of 12 learners (the one-card deck's already placed) take 4 to 8 statements.
+    assert 4 <= len(inserts) <= 8

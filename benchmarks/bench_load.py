@@ -1,0 +1,349 @@
+"""Load over HTTP: gunicorn on production settings, requests/s and p50/p95/p99 per endpoint.
+
+Run against PostgreSQL (seeds ``manage.py seed_load`` data when it is missing)::
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_scale \\
+        .venv/bin/python -m benchmarks.bench_load --learners 1000 --cards 1000
+
+It starts ``gunicorn`` (``--workers`` sync workers, ``DJANGO_DEBUG=0``) serving the
+service plus the hand-written baseline of ``benchmarks/baseline.py``, then drives each
+series with ``--clients`` keep-alive connections for ``--seconds``, tokens rotating over
+100 learners:
+
+* ``baseline``: GET ``/bench/baseline-due/`` (no framework: token, today, count, page);
+* ``due``: GET ``/api/v1/reviews/due/`` (page of 20);
+* ``review``: POST ``/api/v1/reviews/`` (a due recall card, ``pass``; each used once);
+* ``exercise create``: POST ``/api/v1/exercises/`` (a default ``attention`` exercise);
+* ``exercise submit``: POST ``/api/v1/exercises/{id}/submit/`` (a wrong answer, checked).
+
+The baseline and the due queue alternate in rounds so both see the same machine. The
+ratio of their requests/s is printed against the target of 0.8. Exit status 1 when a
+request failed or the ratio misses the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.utils import timezone  # noqa: E402
+from rest_framework.authtoken.models import Token  # noqa: E402
+
+from cards.management.commands.seed_load import synthetic_users  # noqa: E402
+from cards.models import Card, ReviewState  # noqa: E402
+from exercises.services import exercise_create  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+TOKENS = 100
+TARGET_RATIO = 0.8
+
+
+# --- data ---------------------------------------------------------------------------
+
+
+def ensure_data(learners: int, cards: int) -> None:
+    have = synthetic_users().count()
+    if have < learners:
+        print(f"seeding {learners} learners x {cards} cards ...", flush=True)
+        call_command("seed_load", learners=learners, cards=cards, verbosity=0)
+
+
+def learners_with_tokens() -> list[tuple[int, str]]:
+    users = list(synthetic_users().order_by("id")[:TOKENS])
+    return [(user.pk, Token.objects.get_or_create(user=user)[0].key) for user in users]
+
+
+def review_targets(learners: list[tuple[int, str]], limit: int) -> list[tuple[str, int]]:
+    """Due recall cards of the token learners, each reviewed at most once by the run."""
+    today = timezone.now().date() - dt.timedelta(days=1)  # every synthetic learner's today
+    token_of = dict(learners)
+    rows = (
+        ReviewState.objects.filter(
+            learner_id__in=list(token_of),
+            due_on__lte=today,
+            card__kind=Card.Kind.RECALL,
+            card__is_active=True,
+        )
+        .order_by("card_id", "learner_id")
+        .values_list("learner_id", "card_id")[:limit]
+    )
+    return [(token_of[learner], card) for learner, card in rows]
+
+
+def exercise_pool(learners: list[tuple[int, str]], size: int) -> list[tuple[str, int, dict]]:
+    """Fresh exercises owned by the token learners, with a wrong answer of the right shapes."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects.in_bulk([pk for pk, _ in learners])
+    token_of = dict(learners)
+    built = [
+        exercise_create(owner=users[learners[i % len(learners)][0]], kind="attention", params={})
+        for i in range(size)
+    ]
+    pool = []
+    for exercise in built:
+        answers = {ask["name"]: zeros(ask["shape"]) for ask in exercise.asks}
+        pool.append((token_of[exercise.owner_id], exercise.pk, answers))
+    return pool
+
+
+def zeros(shape: list[int]):
+    if not shape:
+        return 0.0
+    return [zeros(shape[1:]) for _ in range(shape[0])]
+
+
+# --- server -------------------------------------------------------------------------
+
+
+def start_gunicorn(port: int, workers: int) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="benchmarks.load_settings",
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY=env.get("DJANGO_SECRET_KEY", "bench-load-" + "x" * 50),
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        DJANGO_SECURE_SSL_REDIRECT="0",
+        PYTHONPATH=str(REPO),
+    )
+    for scope in ("USER", "EXERCISE_CREATE", "EXERCISE_SUBMIT", "LOGIN", "PLAYGROUND"):
+        env[f"STUDY_THROTTLE_{scope}"] = "off"
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    with tempfile.NamedTemporaryFile(prefix="bench-gunicorn-", suffix=".log", delete=False) as log:
+        proc = subprocess.Popen(
+            [
+                gunicorn,
+                "--workers",
+                str(workers),
+                "--worker-class",
+                "sync",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--access-logfile",
+                "-" if os.environ.get("BENCH_ACCESS_LOG") else "/dev/null",
+                "studyapp.wsgi:application",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    proc.log_path = log.name
+    return proc
+
+
+def wait_ready(port: int, token: str, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"gunicorn exited:\n{Path(proc.log_path).read_text()[-3000:]}")
+        try:
+            status, _ = request(
+                http.client.HTTPConnection("127.0.0.1", port, timeout=5),
+                "GET",
+                "/api/v1/reviews/due/",
+                token,
+            )
+            if status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    sys.exit("gunicorn did not answer within 60 s")
+
+
+# --- load ---------------------------------------------------------------------------
+
+
+def request(conn, method: str, path: str, token: str, body=None) -> tuple[int, bytes]:
+    headers = {"Authorization": f"Token {token}", "Host": "127.0.0.1"}
+    payload = None
+    if body is not None:
+        payload = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    conn.request(method, path, body=payload, headers=headers)
+    response = conn.getresponse()
+    return response.status, response.read()
+
+
+class Series:
+    def __init__(self, name: str, expected: int):
+        self.name = name
+        self.expected = expected
+        self.latencies: list[float] = []
+        self.errors = 0
+        self.seconds = 0.0
+        self.lock = threading.Lock()
+
+    def run(self, port: int, clients: int, seconds: float, next_call: Callable) -> None:
+        stop = time.monotonic() + seconds
+
+        def client(n: int) -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            mine, errors = [], 0
+            while time.monotonic() < stop:
+                call = next_call(n)
+                if call is None:
+                    break
+                started = time.perf_counter()
+                status, _ = request(conn, *call)
+                mine.append(time.perf_counter() - started)
+                if status != self.expected:
+                    errors += 1
+            conn.close()
+            with self.lock:
+                self.latencies.extend(mine)
+                self.errors += errors
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.seconds += time.monotonic() - started
+
+    @property
+    def rate(self) -> float:
+        return len(self.latencies) / self.seconds if self.seconds else 0.0
+
+    def percentile(self, q: float) -> float:
+        if len(self.latencies) < 2:
+            return float("nan")
+        return statistics.quantiles(self.latencies, n=100, method="inclusive")[q - 1] * 1000
+
+
+def rotating(tokens: list[str], method: str, path: str) -> Callable:
+    counter = iter(range(10**12))
+    lock = threading.Lock()
+
+    def next_call(_):
+        with lock:
+            i = next(counter)
+        return method, path, tokens[i % len(tokens)]
+
+    return next_call
+
+
+def from_pool(items: list, make: Callable) -> Callable:
+    it = iter(items)
+    lock = threading.Lock()
+
+    def next_call(_):
+        with lock:
+            item = next(it, None)
+        return None if item is None else make(item)
+
+    return next_call
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--learners", type=int, default=1000)
+    parser.add_argument("--cards", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=8.0, help="per series (and per round)")
+    parser.add_argument("--rounds", type=int, default=2, help="baseline/due alternations")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent connections")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--exercises", type=int, default=2000, help="exercises made for the submit series"
+    )
+    args = parser.parse_args()
+
+    ensure_data(args.learners, args.cards)
+    learners = learners_with_tokens()
+    tokens = [token for _, token in learners]
+    targets = review_targets(learners, 20_000)
+    pool = exercise_pool(learners, args.exercises)
+
+    proc = start_gunicorn(args.port, args.workers)
+    try:
+        wait_ready(args.port, tokens[0], proc)
+        baseline = Series("GET baseline (hand-written view)", 200)
+        due = Series("GET reviews/due/", 200)
+        for _ in range(args.rounds):
+            baseline.run(
+                args.port,
+                args.clients,
+                args.seconds,
+                rotating(tokens, "GET", "/bench/baseline-due/"),
+            )
+            due.run(
+                args.port,
+                args.clients,
+                args.seconds,
+                rotating(tokens, "GET", "/api/v1/reviews/due/"),
+            )
+        review = Series("POST reviews/", 201)
+        review.run(
+            args.port,
+            args.clients,
+            args.seconds,
+            from_pool(
+                targets,
+                lambda t: ("POST", "/api/v1/reviews/", t[0], {"card": t[1], "result": "pass"}),
+            ),
+        )
+        create = Series("POST exercises/", 201)
+        tokens_iter = rotating(tokens, "POST", "/api/v1/exercises/")
+        create.run(
+            args.port,
+            args.clients,
+            args.seconds,
+            lambda n: (*tokens_iter(n), {"kind": "attention", "params": {}}),
+        )
+        submit = Series("POST exercises/{id}/submit/", 200)
+        submit.run(
+            args.port,
+            args.clients,
+            args.seconds,
+            from_pool(
+                pool,
+                lambda e: ("POST", f"/api/v1/exercises/{e[1]}/submit/", e[0], {"answers": e[2]}),
+            ),
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+    series = [baseline, due, review, create, submit]
+    print(
+        f"\ngunicorn {args.workers} sync workers, production settings, {args.clients} clients, "
+        f"{args.learners:,} learners x {args.cards:,} cards, tokens over {len(tokens)} learners"
+    )
+    print(
+        f"{'series':34} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} errors"
+    )
+    for s in series:
+        print(
+            f"{s.name:34} {len(s.latencies):>9} {s.rate:>8.1f} {s.percentile(50):>8.1f} "
+            f"{s.percentile(95):>8.1f} {s.percentile(99):>8.1f} {s.errors:>6}"
+        )
+    ratio = due.rate / baseline.rate if baseline.rate else 0.0
+    verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
+    print(f"\ndue queue / baseline requests/s: {ratio:.2f} (target >= {TARGET_RATIO}: {verdict})")
+    if any(s.errors for s in series) or ratio < TARGET_RATIO:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""The due queue and review submission stay within 5 SQL queries, whatever the data size."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from cards import selectors, services
+from cards.models import Card, Deck, ExerciseBinding, ReviewState, Tag
+from cards.serializers import CardSerializer
+from exercises.models import Exercise
+
+pytestmark = pytest.mark.django_db
+# Query counts are taken outside a test transaction, as in production, where an atomic
+# block costs BEGIN and COMMIT rather than savepoints.
+counted = pytest.mark.django_db(transaction=True)
+
+DUE = "/api/v1/reviews/due/"
+START = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
+LATER = START + dt.timedelta(days=2)
+MAX_QUERIES = 5
+
+
+def make_deck(slug: str, *, recall: int, exercise: int = 0) -> Deck:
+    deck = Deck.objects.create(slug=slug, title=slug.title())
+    tags = [Tag.objects.get_or_create(name=name)[0] for name in ("heads", "masks")]
+    cards = Card.objects.bulk_create(
+        [
+            Card(deck=deck, kind="recall", prompt=f"P{i}", answer=f"A{i}", position=i)
+            for i in range(recall)
+        ]
+        + [
+            Card(
+                deck=deck,
+                kind="exercise",
+                prompt=f"E{i}",
+                exercise={"kind": "attention", "params": {"n": 2}},
+                position=recall + i,
+            )
+            for i in range(exercise)
+        ]
+    )
+    for card in cards[:3]:
+        card.tags.set(tags)
+    return deck
+
+
+def enrol(learner, *decks):
+    with time_machine.travel(START, tick=False):
+        for deck in decks:
+            services.enroll(learner=learner, deck=deck, at=timezone.now())
+
+
+def due(api, query: str = ""):
+    r = api.get(DUE + query)
+    assert r.status_code == 200, r.content
+    return r.json()
+
+
+def count_queries(fn) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        fn()
+    return len(ctx.captured_queries)
+
+
+@counted
+@pytest.mark.parametrize(("recall", "exercise"), [(3, 0), (150, 0), (3, 2), (30, 25)])
+def test_due_page_takes_at_most_five_queries_first_and_later_requests(
+    api, learner, recall, exercise, django_assert_max_num_queries
+):
+    enrol(learner, make_deck("d", recall=recall, exercise=exercise))
+    with time_machine.travel(LATER, tick=False):
+        with django_assert_max_num_queries(MAX_QUERIES):  # first request of the day
+            first = due(api, "?page_size=100")
+        with django_assert_max_num_queries(MAX_QUERIES):
+            again = due(api, "?page_size=100")
+    assert first["count"] == recall + exercise
+    bound = [i["exercise"]["id"] for i in first["results"] if i["card"]["kind"] == "exercise"]
+    on_page = min(recall + exercise, 100) - min(recall, 100)
+    assert len(set(bound)) == on_page
+    assert bound == [i["exercise"]["id"] for i in again["results"] if "exercise" in i]
+
+
+@counted
+def test_query_count_is_flat_in_page_size_deck_size_and_exercise_cards(api, learner):
+    enrol(learner, make_deck("small", recall=4, exercise=1))
+    with time_machine.travel(LATER, tick=False):
+        small_first = count_queries(lambda: due(api, "?page_size=20"))
+        small_later = count_queries(lambda: due(api, "?page_size=20"))
+    ExerciseBinding.objects.all().delete()
+    enrol(learner, make_deck("big", recall=200, exercise=40))
+    with time_machine.travel(LATER, tick=False):
+        big_first = count_queries(lambda: due(api, "?page_size=100"))
+        big_later = count_queries(lambda: due(api, "?page_size=100"))
+        last_first = count_queries(lambda: due(api, "?page_size=100&page=3"))
+        last_later = count_queries(lambda: due(api, "?page_size=100&page=3"))
+    assert small_first == big_first == last_first <= MAX_QUERIES
+    assert small_later == big_later == last_later <= MAX_QUERIES
+
+
+def test_first_request_binds_every_exercise_card_set_based(api, learner):
+    enrol(learner, make_deck("d", recall=0, exercise=12))
+    with time_machine.travel(LATER, tick=False):
+        body = due(api, "?page_size=100")
+    ids = {item["exercise"]["id"] for item in body["results"]}
+    assert len(ids) == 12
+    bindings = ExerciseBinding.objects.filter(learner=learner, study_day=body["today"])
+    assert set(bindings.values_list("exercise_id", flat=True)) == ids
+    assert Exercise.objects.filter(owner=learner).count() == 12
+
+
+def test_a_spent_practice_exercise_is_replaced_by_a_fresh_one(api, learner):
+    enrol(learner, make_deck("d", recall=0, exercise=1))
+    with time_machine.travel(LATER, tick=False):
+        first = due(api)["results"][0]["exercise"]["id"]
+        Exercise.objects.filter(pk=first).update(attempts_used=1)  # answered as practice
+        second = due(api)["results"][0]["exercise"]["id"]
+    assert second != first
+    assert ExerciseBinding.objects.get(learner=learner).exercise_id == second
+
+
+def test_a_binding_made_by_a_concurrent_request_wins(learner):
+    deck = make_deck("d", recall=0, exercise=1)
+    enrol(learner, deck)
+    card = deck.cards.get()
+    today = dt.date(2026, 3, 4)
+    winner = Exercise.objects.create(
+        owner=learner, kind="attention", params={}, seed=1, inputs={}, asks=[], solution={}
+    )
+    ExerciseBinding.objects.create(exercise=winner, learner=learner, card=card, study_day=today)
+    # The page was read before the concurrent binding existed.
+    item = services.DueExercise(card_id=card.pk, spec=card.exercise)
+    bound = services.due_exercises_bind(learner=learner, items=[item], today=today)
+    assert bound[card.pk].pk == winner.pk
+
+
+def test_due_card_objects_equal_the_card_serializer(api, learner):
+    deck = make_deck("d", recall=3, exercise=1)
+    enrol(learner, deck)
+    with time_machine.travel(LATER, tick=False):
+        body = due(api)
+    by_id = {item["card"]["id"]: item["card"] for item in body["results"]}
+    expected = CardSerializer(Card.objects.filter(deck=deck), many=True).data
+    assert len(by_id) == 4
+    for card in expected:
+        assert by_id[card["id"]] == dict(card)
+    assert by_id[expected[0]["id"]]["tags"] == ["heads", "masks"]
+
+
+def test_pages_links_and_a_page_past_the_end(api, learner):
+    enrol(learner, make_deck("d", recall=5))
+    with time_machine.travel(LATER, tick=False):
+        one = due(api, "?page_size=2")
+        two = api.get(one["next"]).json()
+        three = api.get(two["next"]).json()
+        past = api.get(DUE + "?page_size=2&page=4")
+    assert one["previous"] is None and "page=2" in one["next"]
+    assert "page=" not in two["previous"] and "page=3" in two["next"]
+    assert three["next"] is None and len(three["results"]) == 1
+    ids = [i["card"]["id"] for page in (one, two, three) for i in page["results"]]
+    assert len(set(ids)) == 5
+    assert past.status_code == 404
+
+
+def test_an_empty_queue_is_page_one_and_404_after(api, learner):
+    assert due(api)["count"] == 0
+    assert api.get(DUE + "?page=2").status_code == 404
+
+
+@counted
+def test_submission_with_idempotency_key_takes_at_most_five_queries(
+    api, learner, django_assert_max_num_queries
+):
+    deck = make_deck("d", recall=3)
+    enrol(learner, deck)
+    card = deck.cards.first()
+    with time_machine.travel(LATER, tick=False):
+        with django_assert_max_num_queries(MAX_QUERIES):
+            r = api.post(
+                "/api/v1/reviews/",
+                {"card": card.pk, "result": "pass"},
+                format="json",
+                HTTP_IDEMPOTENCY_KEY="k-1",
+            )
+        assert r.status_code == 201, r.content
+        with django_assert_max_num_queries(MAX_QUERIES):
+            replay = api.post(
+                "/api/v1/reviews/",
+                {"card": card.pk, "result": "pass"},
+                format="json",
+                HTTP_IDEMPOTENCY_KEY="k-1",
+            )
+        with django_assert_max_num_queries(MAX_QUERIES):
+            plain = api.post(
+                "/api/v1/reviews/",
+                {"card": deck.cards.last().pk, "result": "fail"},
+                format="json",
+            )
+    assert replay.status_code == 201 and replay.json() == r.json()
+    assert plain.status_code == 201
+    state = ReviewState.objects.get(learner=learner, card=card)
+    assert (state.step, state.due_on) == (1, dt.date(2026, 3, 4) + dt.timedelta(days=3))
+    assert state.last_reviewed_at == LATER
+
+
+def test_the_selector_page_matches_the_queryset_order(learner):
+    deck = make_deck("d", recall=7)
+    enrol(learner, deck)
+    today = dt.date(2026, 3, 10)
+    ReviewState.objects.filter(card__position__in=[2, 5]).update(due_on=dt.date(2026, 3, 1))
+    rows = selectors.due_page(learner=learner, today=today, offset=0, limit=100)
+    expected = list(
+        selectors.due_reviews(learner=learner, today=today).values_list("card_id", flat=True)
+    )
+    assert [row["card_id"] for row in rows] == expected
+    tail = selectors.due_page(learner=learner, today=today, offset=5, limit=100)
+    assert [row["card_id"] for row in tail] == expected[5:]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+def test_pages_read_from_the_end_match_pages_read_from_the_start(learner, size):
+    deck = make_deck("d", recall=11)
+    enrol(learner, deck)
+    today = dt.date(2026, 3, 10)
+    ReviewState.objects.filter(card__position__in=[3, 7, 8]).update(due_on=dt.date(2026, 3, 1))
+    expected = list(
+        selectors.due_reviews(learner=learner, today=today).values_list("card_id", flat=True)
+    )
+    pages = []
+    for offset in range(0, 11, size):
+        rows = selectors.due_page(learner=learner, today=today, offset=offset, limit=size, count=11)
+        assert len(rows) == min(size, 11 - offset)
+        pages.extend(row["card_id"] for row in rows)
+    assert pages == expected
