@@ -279,9 +279,7 @@ def test_pause_empties_the_queue_keeps_the_streak_and_moves_due_dates(api, deck,
         review(api, first_card.id, "pass")  # due 2026-03-06; others due (overdue from today)
         streak = api.get("/api/v1/stats/").json()["streak_days"]
         assert streak == 1
-        response = api.post(
-            "/api/v1/me/pause/", {"start": "2026-03-04", "days": 5}, format="json"
-        )
+        response = api.post("/api/v1/me/pause/", {"start": "2026-03-04", "days": 5}, format="json")
         assert response.status_code == 200, response.content
         assert response.json() == {"start": "2026-03-04", "days": 5}
         due = dict(ReviewState.objects.values_list("card_id", "due_on"))
@@ -298,9 +296,12 @@ def test_pause_empties_the_queue_keeps_the_streak_and_moves_due_dates(api, deck,
         assert len(due_ids(api)) == 3
         stats = api.get("/api/v1/stats/").json()
         assert stats["streak_days"] == 1 and stats["paused"] is False
-        assert api.post(
-            "/api/v1/me/pause/", {"start": "2026-03-09", "days": 1}, format="json"
-        ).status_code == 200
+        assert (
+            api.post(
+                "/api/v1/me/pause/", {"start": "2026-03-09", "days": 1}, format="json"
+            ).status_code
+            == 200
+        )
 
 
 def test_ending_a_pause_early_shifts_back_by_the_days_not_used(api, deck, first_card):
