@@ -31,7 +31,7 @@ from exercises.kinds.base import tex_matrix, tex_vector
 from .models import Card, Deck, ReviewLog
 
 _MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$(?!\s)([^$\n]+?)(?<![\s\\])\$", re.S)
-_TOKEN = "\x00MATH{}\x00"
+_TOKEN = "\x00MATH{}\x00"  # Markdown leaves it alone; replaced before sanitising
 SEED_MAX = 2**31 - 1
 
 CSS = """.card { font-family: system-ui, sans-serif; font-size: 18px; text-align: left;
@@ -71,10 +71,10 @@ def markdown_to_anki(text: str) -> str:
 
     body = _MATH.sub(stash, text or "")
     rendered = markdown.markdown(body, extensions=["fenced_code", "tables", "sane_lists"])
-    rendered = nh3.clean(rendered.replace("\\$", "$"), link_rel="noopener noreferrer")
+    rendered = rendered.replace("\\$", "$")
     for index, piece in enumerate(pieces):
         rendered = rendered.replace(_TOKEN.format(index), piece)
-    return rendered
+    return nh3.clean(rendered, link_rel="noopener noreferrer")
 
 
 def _tex_value(value: Any) -> str:

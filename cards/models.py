@@ -304,3 +304,12 @@ class Report(models.Model):
 
     def __str__(self) -> str:
         return f"Report {self.pk} on card {self.card_id} by {self.learner}"
+
+
+class CardAnalysis(Card):
+    """Cards seen by staff through the item analysis in the admin (no table of its own)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "item analysis"
+        verbose_name_plural = "item analysis"
