@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
 from exercises.checking import MISTAKES
 from exercises.kinds import KINDS
@@ -33,10 +33,22 @@ COLUMNS = {
 }
 DEFAULT_ORDER = "-lapses"
 TOP_CELLS = 12
+WORK_MEM = "128MB"
 
 
 def leech_lapses() -> int:
     return settings.STUDY_LEECH_LAPSES
+
+
+def _tune(cursor) -> None:
+    """PostgreSQL: memory to group a million (learner, card) pairs without spilling to
+    disk, and no JIT compilation (it costs more than it saves on one analytic statement).
+    Local to the transaction; one statement."""
+    if connection.vendor == "postgresql":
+        cursor.execute(
+            "SELECT set_config('work_mem', %s, true), set_config('jit', 'off', true)",
+            [WORK_MEM],
+        )
 
 
 @dataclass(frozen=True)
@@ -99,28 +111,25 @@ def card_analysis(
         WITH picked AS (
             SELECT c.id FROM cards_card c JOIN cards_deck d ON d.id = c.deck_id WHERE {where}
         ),
-        eff AS (
-            SELECT l.card_id, l.learner_id, l.result,
-                   ROW_NUMBER() OVER (
-                       PARTITION BY l.learner_id, l.card_id ORDER BY l.reviewed_at, l.id
-                   ) AS n
+        per_learner AS (
+            -- The first review is the pair's lowest id (the log is appended in time
+            -- order); MIN(2 * id + passed) carries its result in the lowest bit, so
+            -- one grouping pass finds it without sorting the log.
+            SELECT l.card_id, l.learner_id, COUNT(*) AS reviews,
+                   SUM(CASE WHEN l.result = 'pass' THEN 1 ELSE 0 END) AS passes,
+                   SUM(CASE WHEN l.result = 'fail' THEN 1 ELSE 0 END) AS fails,
+                   MIN(2 * l.id + CASE WHEN l.result = 'pass' THEN 1 ELSE 0 END) %% 2
+                       AS first_pass
             FROM cards_reviewlog l
             WHERE l.undo_of_id IS NULL
               AND l.card_id IN (SELECT id FROM picked)
               AND NOT EXISTS (SELECT 1 FROM cards_reviewlog u WHERE u.undo_of_id = l.id)
-        ),
-        per_learner AS (
-            SELECT card_id, learner_id, COUNT(*) AS reviews,
-                   SUM(CASE WHEN result = 'fail' THEN 1 ELSE 0 END) AS fails,
-                   SUM(CASE WHEN n = 1 AND result = 'pass' THEN 1 ELSE 0 END) AS first_pass,
-                   SUM(CASE WHEN n > 1 THEN 1 ELSE 0 END) AS later,
-                   SUM(CASE WHEN n > 1 AND result = 'pass' THEN 1 ELSE 0 END) AS later_pass
-            FROM eff GROUP BY card_id, learner_id
+            GROUP BY l.card_id, l.learner_id
         ),
         per_card AS (
             SELECT card_id, COUNT(*) AS learners, SUM(reviews) AS reviews, SUM(fails) AS lapses,
-                   SUM(first_pass) AS first_pass, SUM(later) AS later,
-                   SUM(later_pass) AS later_pass,
+                   SUM(first_pass) AS first_pass, SUM(reviews) - COUNT(*) AS later,
+                   SUM(passes) - SUM(first_pass) AS later_pass,
                    SUM(CASE WHEN fails >= %s THEN 1 ELSE 0 END) AS leeches
             FROM per_learner GROUP BY card_id
         ),
@@ -149,7 +158,8 @@ def card_analysis(
         LIMIT %s OFFSET %s
     """
     all_params = [*params, leech_lapses(), False, limit, offset]
-    with connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        _tune(cursor)
         cursor.execute(sql, all_params)
         fetched = cursor.fetchall()
     if not fetched and offset:
@@ -228,7 +238,8 @@ def exercise_kind_analysis() -> list[dict]:
     ``mistakes`` is ``[{code, text, count}]`` most frequent first; ``parts`` is
     ``[{name, wrong, cells: [{cell, count}]}]`` with the most often wrong cells.
     """
-    with connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        _tune(cursor)
         cursor.execute(_kind_sql(), [True])
         fetched = cursor.fetchall()
     kinds: dict[str, dict] = defaultdict(
