@@ -197,7 +197,8 @@ def measure(fn, runs: int = 5) -> tuple[float, int]:
             started = time.perf_counter()
             fn()
             times.append(time.perf_counter() - started)
-        statements = len(queries)
+        # Transaction control (BEGIN, COMMIT) is logged too; count the statements proper.
+        statements = sum(1 for q in queries if q["sql"].strip().upper() not in ("BEGIN", "COMMIT"))
     return statistics.median(times), statements
 
 

@@ -33,6 +33,10 @@ STATEFUL_400 = {
     ("POST", "/api/v1/reviews/"),
     ("POST", "/api/v1/exercises/{exercise_id}/submit/"),
     ("POST", "/api/v1/attention/"),
+    # Study controls: a report names an existing card (and an exercise of yours); a
+    # pause starts today or later.
+    ("POST", "/api/v1/reports/"),
+    ("POST", "/api/v1/me/pause/"),
 }
 ACCEPTED = {*range(200, 300), 401, 403, 404, 409, 422}
 
