@@ -10,7 +10,7 @@ import time_machine
 from django.db import connection
 
 from cards import services
-from cards.models import Card, LearnerProfile, Report, ReviewLog, ReviewState
+from cards.models import Card, Deck, LearnerProfile, Report, ReviewLog, ReviewState
 from cards.services.reminders import send_due_reminders
 
 from .conftest import START
@@ -364,3 +364,39 @@ def test_controls_need_credentials(anon_api):
         ("get", "/api/v1/me/reviews.csv"),
     ]:
         assert getattr(anon_api, method)(path).status_code == 401, path
+
+
+def test_undoing_an_exercise_review_hands_out_a_fresh_exercise(api, learner):
+    from exercises.models import Exercise
+
+    deck = Deck.objects.create(slug="ex", title="Ex")
+    card = Card.objects.create(
+        deck=deck,
+        kind="exercise",
+        prompt="By hand",
+        exercise={"kind": "attention", "params": {"n": 2, "d_k": 2, "d_v": 2}},
+    )
+    with time_machine.travel(START, tick=False) as traveller:
+        enroll(api, "ex")
+        traveller.move_to(DAY1)
+        item = api.get("/api/v1/reviews/due/").json()["results"][0]
+        exercise = Exercise.objects.get(pk=item["exercise"]["id"])
+        answers = {ask["name"]: exercise.solution[ask["name"]] for ask in exercise.asks}
+        submitted = api.post(
+            f"/api/v1/exercises/{exercise.pk}/submit/", {"answers": answers}, format="json"
+        ).json()
+        review_id = submitted["review"]["id"]
+        assert api.get("/api/v1/reviews/due/").json()["count"] == 0
+        undo = api.post(f"/api/v1/reviews/{review_id}/undo/")
+        assert undo.status_code == 200 and undo.json()["step"] == 0
+        again = api.get("/api/v1/reviews/due/").json()["results"]
+        assert [i["card"]["id"] for i in again] == [card.pk]
+        fresh = again[0]["exercise"]
+        assert fresh["id"] != exercise.pk and fresh["attempts"]["used"] == 0
+        # Its first submission records the review again.
+        fresh_ex = Exercise.objects.get(pk=fresh["id"])
+        answers = {ask["name"]: fresh_ex.solution[ask["name"]] for ask in fresh_ex.asks}
+        result = api.post(
+            f"/api/v1/exercises/{fresh_ex.pk}/submit/", {"answers": answers}, format="json"
+        ).json()
+        assert result["review"]["result"] == "pass"

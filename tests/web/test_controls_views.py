@@ -172,3 +172,22 @@ def test_controls_need_a_login(recall_deck):
         "/profile/pause/",
     ]:
         assert client.post(path).status_code == 302, path
+
+
+def test_the_exercise_page_of_a_review_offers_a_report(learner, deck):
+    services.enroll(learner=learner, deck=deck, at=timezone.now())
+    today = selectors.learner_today(learner=learner, at=timezone.now())
+    ReviewState.objects.filter(learner=learner).update(due_on=today)
+    card = deck.cards.get(kind=Card.Kind.EXERCISE)
+    exercise = services.exercise_for_review(learner=learner, card=card, today=today)
+    client = Client()
+    client.force_login(learner)
+    page = client.get(f"/exercises/{exercise.pk}/").content.decode()
+    assert 'id="report-form"' in page
+    assert f'name="exercise" value="{exercise.pk}"' in page
+    response = client.post(
+        "/reports/new/",
+        {"card": card.pk, "exercise": exercise.pk, "text": "Grid too small", "next": "/"},
+    )
+    assert response.status_code == 302
+    assert Report.objects.get().exercise_id == exercise.pk
