@@ -123,7 +123,9 @@ def card_analysis(
             FROM cards_reviewlog l
             WHERE l.undo_of_id IS NULL
               AND l.card_id IN (SELECT id FROM picked)
-              AND NOT EXISTS (SELECT 1 FROM cards_reviewlog u WHERE u.undo_of_id = l.id)
+              AND l.id NOT IN (
+                  SELECT u.undo_of_id FROM cards_reviewlog u WHERE u.undo_of_id IS NOT NULL
+              )
             GROUP BY l.card_id, l.learner_id
         ),
         per_card AS (
