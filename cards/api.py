@@ -462,7 +462,9 @@ class ReviewUndoView(APIView):
                 raise ReviewLog.DoesNotExist
             state = services.review_undo(learner=request.user, review_id=pk, at=timezone.now())
         except ReviewLog.DoesNotExist:
-            return Response({"detail": "No such review of yours."}, status=404)
+            return Response(
+                {"detail": "No such review of yours."}, status=status.HTTP_404_NOT_FOUND
+            )
         except services.UndoRefused as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(CardStateSerializer(state).data)
@@ -482,7 +484,7 @@ class CardSuspendView(APIView):
                 raise services.NotScheduled()
             state = services.card_suspend(learner=request.user, card_id=pk)
         except services.NotScheduled:
-            return Response({"detail": NOT_SCHEDULED_DETAIL}, status=404)
+            return Response({"detail": NOT_SCHEDULED_DETAIL}, status=status.HTTP_404_NOT_FOUND)
         return Response(SuspendedSerializer(state).data)
 
     @extend_schema(
@@ -498,7 +500,7 @@ class CardSuspendView(APIView):
                 raise services.NotScheduled()
             services.card_resume(learner=request.user, card_id=pk)
         except services.NotScheduled:
-            return Response({"detail": NOT_SCHEDULED_DETAIL}, status=404)
+            return Response({"detail": NOT_SCHEDULED_DETAIL}, status=status.HTTP_404_NOT_FOUND)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -517,7 +519,7 @@ class CardBuryView(APIView):
                 raise services.NotScheduled()
             state = services.card_bury(learner=request.user, card_id=pk, today=today)
         except services.NotScheduled:
-            return Response({"detail": NOT_SCHEDULED_DETAIL}, status=404)
+            return Response({"detail": NOT_SCHEDULED_DETAIL}, status=status.HTTP_404_NOT_FOUND)
         return Response(BuriedSerializer(state).data)
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -281,8 +282,6 @@ class CardStateSerializer(serializers.Serializer):
     due_on = serializers.DateField()
 
     def get_interval_days(self, state) -> int:
-        from django.conf import settings
-
         return settings.STUDY_LADDER_DAYS[state.step]
 
 

@@ -332,7 +332,7 @@ def _back(request: HttpRequest, default: str = "review") -> HttpResponse:
     return redirect(default)
 
 
-def _card_id(request: HttpRequest, pk: int) -> int:
+def _card_id(pk: int) -> int:
     if not 1 <= pk <= 2**63 - 1:
         raise Http404("No such card.")
     return pk
@@ -361,7 +361,7 @@ def review_undo(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def card_suspend(request: HttpRequest, pk: int) -> HttpResponse:
-    card_id = _card_id(request, pk)
+    card_id = _card_id(pk)
     resume = request.POST.get("action") == "resume"
     try:
         if resume:
@@ -383,9 +383,7 @@ def card_suspend(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def card_bury(request: HttpRequest, pk: int) -> HttpResponse:
     try:
-        services.card_bury(
-            learner=request.user, card_id=_card_id(request, pk), today=_today(request.user)
-        )
+        services.card_bury(learner=request.user, card_id=_card_id(pk), today=_today(request.user))
     except services.NotScheduled:
         raise Http404("No such card on your ladder.") from None
     messages.success(request, "Card buried until tomorrow.")
@@ -395,9 +393,7 @@ def card_bury(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def card_notes(request: HttpRequest, pk: int) -> HttpResponse:
     """A card's full text and the learner's controls, linked from the leech warning."""
-    card = get_object_or_404(
-        selectors.cards_visible_to(user=request.user), pk=_card_id(request, pk)
-    )
+    card = get_object_or_404(selectors.cards_visible_to(user=request.user), pk=_card_id(pk))
     state = selectors.scheduled_state(learner=request.user, card_id=card.pk)
     return render(
         request,
