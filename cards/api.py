@@ -37,6 +37,7 @@ from .serializers import (
     DueQueueSerializer,
     EnrollResultSerializer,
     NotDueSerializer,
+    PauseEndedSerializer,
     PauseSerializer,
     ProfileSerializer,
     RegisteredSerializer,
@@ -588,7 +589,7 @@ class PauseView(APIView):
     @extend_schema(
         tags=["profile"],
         request=None,
-        responses={200: PauseSerializer, 409: CONFLICT},
+        responses={200: PauseEndedSerializer, 409: CONFLICT},
         summary="End the pause early",
         description=(
             "Due dates move back by the days not used; the answer gives the pause as it "

@@ -311,3 +311,12 @@ class ReportSerializer(serializers.ModelSerializer):
 class PauseSerializer(serializers.Serializer):
     start = serializers.DateField(help_text="The first paused study day: today or later.")
     days = StrictIntegerField(min_value=1, max_value=services.MAX_PAUSE_DAYS)
+
+
+class PauseEndedSerializer(serializers.Serializer):
+    start = serializers.DateField()
+    days = serializers.IntegerField(
+        min_value=0,
+        max_value=services.MAX_PAUSE_DAYS,
+        help_text="The days the pause ran: 0 when it had not started.",
+    )
