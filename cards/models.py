@@ -107,7 +107,8 @@ class ReviewState(models.Model):
     last_reviewed_at = models.DateTimeField(null=True, blank=True)
     # Learner's controls: a suspended card leaves the queue and forecast until
     # resumed; a buried one leaves the queue for the study day ``buried_on`` only.
-    suspended = models.BooleanField(default=False)
+    # Database defaults too: the beat jobs insert states with raw SQL.
+    suspended = models.BooleanField(default=False, db_default=False)
     buried_on = models.DateField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -218,7 +219,7 @@ class LearnerProfile(models.Model):
     )
     # A pause (vacation): study days pause_start .. pause_start + pause_days - 1.
     pause_start = models.DateField(null=True, blank=True)
-    pause_days = models.PositiveSmallIntegerField(default=0)
+    pause_days = models.PositiveSmallIntegerField(default=0, db_default=0)
 
     class Meta:
         constraints = [

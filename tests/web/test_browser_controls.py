@@ -170,3 +170,25 @@ def test_staff_sort_the_item_analysis(live_server, page, staff, due_now, learner
     screenshot(page, "controls-item-analysis")
     page.get_by_role("link", name="Exercise kinds").click()
     page.wait_for_selector("text=Item analysis: exercise kinds")
+
+
+def test_staff_export_a_deck_for_anki_from_the_admin(live_server, page, staff, deck, tmp_path):
+    import sqlite3
+    import zipfile
+
+    staff.is_superuser = True
+    staff.save()
+    _log_in(page.context, live_server, staff)
+    page.goto(f"{live_server.url}/admin/cards/deck/")
+    page.locator(f"input[name='_selected_action'][value='{deck.pk}']").check()
+    page.select_option("select[name='action']", "export_apkg")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Go").click()
+    assert download.value.suggested_filename == f"{deck.slug}.apkg"
+    with zipfile.ZipFile(download.value.path()) as archive:
+        (tmp_path / "collection.anki2").write_bytes(archive.read("collection.anki2"))
+    db = sqlite3.connect(tmp_path / "collection.anki2")
+    fronts = [row[0].split("\x1f")[0] for row in db.execute("SELECT flds FROM notes")]
+    assert len(fronts) == 2
+    assert any(r"\(\sqrt{d_k}\)" in front for front in fronts)
+    assert any("Worked example" in front for front in fronts)
