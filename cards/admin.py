@@ -11,6 +11,7 @@ from django.utils.safestring import mark_safe
 from exercises.admin import ReadOnlyAdmin
 
 from . import (
+    admin_analysis,  # item analysis, reports, Anki export
     admin_beat,  # noqa: F401  (reminders sent)
     services,
 )
@@ -32,6 +33,7 @@ class DeckAdmin(admin.ModelAdmin):
     search_fields = ["title", "slug", "description"]
     prepopulated_fields = {"slug": ["title"]}
     inlines = [CardInline]
+    actions = [admin_analysis.export_apkg]
 
     @admin.display(description="Cards")
     def card_total(self, deck):

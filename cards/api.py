@@ -7,6 +7,7 @@ import re
 from django.conf import settings
 from django.contrib.auth import authenticate
 from django.db.models import Q
+from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -26,12 +27,14 @@ from rest_framework.views import APIView
 from exercises.api import ExerciseSubmitView
 from exercises.serializers import ExerciseSerializer
 
-from . import selectors, services
-from .models import Card, ReviewLog, Tag
+from . import anki, selectors, services
+from .models import Card, Deck, ReviewLog, Tag
 from .pagination import DuePagination
 from .serializers import (
     AccountDeleteSerializer,
+    BuriedSerializer,
     CardSerializer,
+    CardStateSerializer,
     DeckSerializer,
     DueQueueSerializer,
     EnrollResultSerializer,
@@ -39,12 +42,17 @@ from .serializers import (
     PasswordChangeSerializer,
     PasswordResetConfirmSerializer,
     PasswordResetSerializer,
+    PauseEndedSerializer,
+    PauseSerializer,
     ProfileSerializer,
     RegisteredSerializer,
     RegisterSerializer,
+    ReportCreateSerializer,
+    ReportSerializer,
     ReviewCreateSerializer,
     ReviewSerializer,
     StatsSerializer,
+    SuspendedSerializer,
     TokenRequestSerializer,
     TokenSerializer,
 )
@@ -392,6 +400,9 @@ class DueView(APIView):
             learner=request.user, today=today, offset=offset, limit=limit, count=paginator.count
         )
         exercises = _bound_exercises(request, rows, today)
+        leeches = selectors.leech_card_ids(
+            learner=request.user, card_ids=[row["card_id"] for row in rows]
+        )
         ladder_days = settings.STUDY_LADDER_DAYS
         results = []
         for row in rows:
@@ -400,6 +411,7 @@ class DueView(APIView):
                 "step": row["step"],
                 "interval_days": ladder_days[row["step"]],
                 "due_on": row["due_on"],
+                "leech": row["card_id"] in leeches,
             }
             if row["card__kind"] == Card.Kind.EXERCISE:
                 item["exercise"] = exercises.get(row["card_id"])
@@ -582,3 +594,220 @@ class ExerciseReviewSubmitView(ExerciseSubmitView):
         return services.exercise_review_submit(
             learner=request.user, exercise_id=exercise_id, answers=answers, at=timezone.now()
         )
+
+
+# --- Study controls: undo, suspend, bury, reports, pause, exports ------------------
+
+CONFLICT = OpenApiResponse(DETAIL.response, description="Refused, with the reason.")
+NOT_SCHEDULED = OpenApiResponse(DETAIL.response, description="No such card on your ladder.")
+NOT_SCHEDULED_DETAIL = "No such card on your ladder (unknown, inactive, or deck not enrolled)."
+
+
+def _big_id(raw: str) -> int | None:
+    raw = raw.lstrip("0")
+    if not raw or len(raw) > len(str(BIGINT_MAX)) or int(raw) > BIGINT_MAX:
+        return None
+    return int(raw)
+
+
+class ReviewUndoView(APIView):
+    @extend_schema(
+        tags=["reviews"],
+        request=None,
+        responses={200: CardStateSerializer, 404: DETAIL, 409: CONFLICT},
+        summary="Undo a review: the card goes back to where it was",
+        description=(
+            "Only your latest review of a card, on the study day it was made, and only once. "
+            "The log keeps the review and gains a compensating entry (`undo_of`); statistics, "
+            "streaks and leeches count the net result. Otherwise 409."
+        ),
+    )
+    def post(self, request, review_id: str):
+        pk = _big_id(review_id)
+        try:
+            if pk is None:
+                raise ReviewLog.DoesNotExist
+            state = services.review_undo(learner=request.user, review_id=pk, at=timezone.now())
+        except ReviewLog.DoesNotExist:
+            return Response(
+                {"detail": "No such review of yours."}, status=status.HTTP_404_NOT_FOUND
+            )
+        except services.UndoRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(CardStateSerializer(state).data)
+
+
+class CardSuspendView(APIView):
+    @extend_schema(
+        tags=["cards"],
+        request=None,
+        responses={200: SuspendedSerializer, 404: NOT_SCHEDULED},
+        summary="Suspend the card for yourself: it leaves your queue and forecast",
+    )
+    def post(self, request, card_id: str):
+        pk = _big_id(card_id)
+        try:
+            if pk is None:
+                raise services.NotScheduled()
+            state = services.card_suspend(learner=request.user, card_id=pk)
+        except services.NotScheduled:
+            return Response({"detail": NOT_SCHEDULED_DETAIL}, status=status.HTTP_404_NOT_FOUND)
+        return Response(SuspendedSerializer(state).data)
+
+    @extend_schema(
+        tags=["cards"],
+        request=None,
+        responses={204: None, 404: NOT_SCHEDULED},
+        summary="Resume a suspended card: it returns with the state it had",
+    )
+    def delete(self, request, card_id: str):
+        pk = _big_id(card_id)
+        try:
+            if pk is None:
+                raise services.NotScheduled()
+            services.card_resume(learner=request.user, card_id=pk)
+        except services.NotScheduled:
+            return Response({"detail": NOT_SCHEDULED_DETAIL}, status=status.HTTP_404_NOT_FOUND)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CardBuryView(APIView):
+    @extend_schema(
+        tags=["cards"],
+        request=None,
+        responses={200: BuriedSerializer, 404: NOT_SCHEDULED},
+        summary="Bury the card: out of today's queue, back tomorrow, state unchanged",
+    )
+    def post(self, request, card_id: str):
+        pk = _big_id(card_id)
+        today = selectors.learner_today(learner=request.user, at=timezone.now())
+        try:
+            if pk is None:
+                raise services.NotScheduled()
+            state = services.card_bury(learner=request.user, card_id=pk, today=today)
+        except services.NotScheduled:
+            return Response({"detail": NOT_SCHEDULED_DETAIL}, status=status.HTTP_404_NOT_FOUND)
+        return Response(BuriedSerializer(state).data)
+
+
+class ReportViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = ReportSerializer
+
+    def get_queryset(self):
+        return selectors.reports_of(learner=self.request.user)
+
+    @extend_schema(tags=["reports"], summary="Your reports, newest first")
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(
+        tags=["reports"],
+        request=ReportCreateSerializer,
+        responses={201: ReportSerializer},
+        summary="Report a problem with a card or one of its exercises",
+    )
+    def create(self, request):
+        data = ReportCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        try:
+            report = services.report_create(
+                learner=request.user,
+                card_id=values["card"],
+                exercise_id=values.get("exercise"),
+                text=values["text"],
+            )
+        except services.ReportTargetMissing as exc:
+            what = "card" if exc.field == "card" else "exercise of yours"
+            raise ValidationError(
+                {exc.field: [f"Expected the id of an existing {what}."]}
+            ) from None
+        return Response(ReportSerializer(report).data, status=status.HTTP_201_CREATED)
+
+
+class PauseView(APIView):
+    @extend_schema(
+        tags=["profile"],
+        request=PauseSerializer,
+        responses={200: PauseSerializer, 409: CONFLICT},
+        summary="Pause study from a date for 1 to 90 days",
+        description=(
+            "While paused the due queue is empty (overdue cards included), no reminders go "
+            "out and the streak is kept. Every scheduled card's due date moves on by `days` "
+            "now. 409 while another pause is planned or running."
+        ),
+    )
+    def post(self, request):
+        data = PauseSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        start, days = data.validated_data["start"], data.validated_data["days"]
+        today = selectors.learner_today(learner=request.user, at=timezone.now())
+        if start < today:
+            raise ValidationError(
+                {"start": [f"Expected today ({today.isoformat()}) or a later date."]}
+            )
+        try:
+            services.pause_begin(learner=request.user, start=start, days=days, today=today)
+        except services.PauseRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response({"start": start, "days": days})
+
+    @extend_schema(
+        tags=["profile"],
+        request=None,
+        responses={200: PauseEndedSerializer, 409: CONFLICT},
+        summary="End the pause early",
+        description=(
+            "Due dates move back by the days not used; the answer gives the pause as it "
+            "ran (`days` used, 0 when it had not started). 409 without a pause to end."
+        ),
+    )
+    def delete(self, request):
+        today = selectors.learner_today(learner=request.user, at=timezone.now())
+        try:
+            start, used = services.pause_finish(learner=request.user, today=today)
+        except services.PauseRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response({"start": start, "days": used})
+
+
+class DeckApkgView(APIView):
+    @extend_schema(
+        tags=["decks"],
+        responses={
+            (200, "application/apkg"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="An Anki package of the deck's active cards."
+            ),
+            404: DETAIL,
+        },
+        summary="The deck as an Anki package (.apkg); a re-export updates the notes",
+    )
+    def get(self, request, slug: str):
+        deck = Deck.objects.filter(slug=slug).first()
+        if deck is None:
+            raise NotFound("No such deck.")
+        response = HttpResponse(anki.deck_apkg(deck=deck), content_type="application/apkg")
+        response["Content-Disposition"] = f'attachment; filename="{deck.slug}.apkg"'
+        return response
+
+
+class ReviewsCsvView(APIView):
+    @extend_schema(
+        tags=["reviews"],
+        responses={
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description=(
+                    "card_id, review_time (ms since the epoch), review_rating (1 Again, 3 Good), "
+                    "review_state (0 new, 2 review, 3 relearning), review_duration (ms; 0), "
+                    "oldest first, net of undos: the layout Anki's FSRS optimizer reads."
+                ),
+            )
+        },
+        summary="Your review log as CSV for Anki's FSRS tools",
+    )
+    def get(self, request):
+        text = anki.reviews_csv(selectors.net_review_log(learner=request.user))
+        response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="reviews.csv"'
+        return response

@@ -75,3 +75,32 @@ class ReviewForm(forms.Form):
     # The upper bound is the largest id a row can have; beyond it SQLite overflows.
     card = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     result = forms.ChoiceField(choices=[("pass", "Good"), ("fail", "Again")])
+
+
+# --- Study controls ---------------------------------------------------------------
+
+
+class ReportForm(forms.Form):
+    card = forms.IntegerField(min_value=1, max_value=2**63 - 1, widget=forms.HiddenInput)
+    exercise = forms.IntegerField(
+        min_value=1, max_value=2**63 - 1, required=False, widget=forms.HiddenInput
+    )
+    text = forms.CharField(
+        label="What is wrong?",
+        min_length=1,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 3, "maxlength": 2000}),
+        help_text="Up to 2,000 characters. Staff read every report.",
+    )
+
+
+class PauseForm(forms.Form):
+    start = forms.DateField(
+        label="Pause from", widget=forms.DateInput(attrs={"type": "date"}), help_text=""
+    )
+    days = forms.IntegerField(
+        label="For how many days",
+        min_value=1,
+        max_value=90,
+        help_text="1 to 90 days. Nothing falls due meanwhile; due dates move on by the pause.",
+    )

@@ -105,6 +105,11 @@ class ReviewState(models.Model):
     step = models.PositiveSmallIntegerField(default=0)
     due_on = models.DateField()
     last_reviewed_at = models.DateTimeField(null=True, blank=True)
+    # Learner's controls: a suspended card leaves the queue and forecast until
+    # resumed; a buried one leaves the queue for the study day ``buried_on`` only.
+    # Database defaults too: the beat jobs insert states with raw SQL.
+    suspended = models.BooleanField(default=False, db_default=False)
+    buried_on = models.DateField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -148,12 +153,24 @@ class ReviewLog(models.Model):
     due_before = models.DateField()
     due_after = models.DateField()
     idempotency_key = models.CharField(max_length=255, blank=True, default="")
+    # Set on a compensating entry: it cancels that review (same result, steps and
+    # dates reversed). Counts net of undos subtract entries that carry it.
+    undo_of = models.OneToOneField(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="undone_by",
+    )
 
     class Meta:
         ordering = ["-reviewed_at", "-id"]
         indexes = [
             models.Index(fields=["learner", "-reviewed_at"], name="reviewlog_history"),
             models.Index(fields=["learner", "study_day"], name="reviewlog_day"),
+            # Item analysis and leeches read the log per card.
+            models.Index(fields=["card", "learner"], name="reviewlog_card"),
         ]
 
     def __str__(self) -> str:
@@ -203,6 +220,9 @@ class LearnerProfile(models.Model):
     # The address the learner proved they read, through a link sent to it. Reminders
     # go out only while it equals user.email.
     confirmed_email = models.EmailField(blank=True, default="")
+    # A pause (vacation): study days pause_start .. pause_start + pause_days - 1.
+    pause_start = models.DateField(null=True, blank=True)
+    pause_days = models.PositiveSmallIntegerField(default=0, db_default=0)
 
     class Meta:
         constraints = [
@@ -262,3 +282,38 @@ class ExerciseBinding(models.Model):
 
     def __str__(self) -> str:
         return f"Exercise {self.exercise_id} for card {self.card_id} on {self.study_day}"
+
+
+class Report(models.Model):
+    """A learner's report of a problem with a card or one of its exercises."""
+
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="reports"
+    )
+    card = models.ForeignKey(Card, on_delete=models.CASCADE, related_name="reports")
+    exercise = models.ForeignKey(
+        "exercises.Exercise",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reports",
+    )
+    text = models.TextField(max_length=2000)
+    resolved = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["card", "resolved"], name="report_card_open")]
+
+    def __str__(self) -> str:
+        return f"Report {self.pk} on card {self.card_id} by {self.learner}"
+
+
+class CardAnalysis(Card):
+    """Cards seen by staff through the item analysis in the admin (no table of its own)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "item analysis"
+        verbose_name_plural = "item analysis"

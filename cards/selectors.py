@@ -17,6 +17,7 @@ from .models import (
     Enrollment,
     ExerciseBinding,
     LearnerProfile,
+    Report,
     ReviewLog,
     ReviewState,
     Tag,
@@ -60,15 +61,74 @@ def scheduled_states(*, learner) -> QuerySet[ReviewState]:
     )
 
 
-def due_states(*, learner, today: dt.date) -> QuerySet[ReviewState]:
-    """The one definition of "due today" for the queue, its count and the reminders' count."""
-    return scheduled_states(learner=learner).filter(due_on__lte=today)
+# --- The learner's controls on the queue: suspend, bury, pause ---------------------
+
+
+def pause_end(profile: LearnerProfile) -> dt.date | None:
+    """The first study day after the learner's pause, or None without one."""
+    if profile.pause_start is None or profile.pause_days <= 0:
+        return None
+    return profile.pause_start + dt.timedelta(days=profile.pause_days)
+
+
+def is_paused(*, learner, today: dt.date) -> bool:
+    profile = learner_profile(learner)
+    end = pause_end(profile)
+    return end is not None and profile.pause_start <= today < end
+
+
+def queue_states(*, learner, today: dt.date) -> QuerySet[ReviewState]:
+    """The due queue's rows: scheduled, due, not suspended, not buried today, not paused.
+
+    The one place that says what is due: the review page, ``reviews/due/``, the
+    counts and the forecast all start here.
+    """
+    if is_paused(learner=learner, today=today):
+        return ReviewState.objects.none()
+    return (
+        scheduled_states(learner=learner)
+        .filter(due_on__lte=today, suspended=False)
+        .exclude(buried_on=today)
+    )
+
+
+def suspended_states(*, learner) -> QuerySet[ReviewState]:
+    return (
+        scheduled_states(learner=learner)
+        .filter(suspended=True)
+        .select_related("card", "card__deck")
+        .order_by("card__deck__title", "card__position", "card_id")
+    )
+
+
+def net_count(**filters) -> Count:
+    """Reviews net of undos: each compensating entry cancels the review it undoes."""
+    return Count("id", filter=Q(undo_of__isnull=True, **filters)) - Count(
+        "id", filter=Q(undo_of__isnull=False, **filters)
+    )
+
+
+def leech_card_ids(*, learner, card_ids=None) -> set[int]:
+    """Cards the learner has failed ``STUDY_LEECH_LAPSES`` times or more, net of undos."""
+    fails = ReviewLog.objects.filter(learner=learner, result=ReviewLog.Result.FAIL)
+    if card_ids is not None:
+        fails = fails.filter(card_id__in=list(card_ids))
+    rows = (
+        fails.values("card_id")
+        .annotate(lapses=net_count())
+        .filter(lapses__gte=settings.STUDY_LEECH_LAPSES)
+    )
+    return {row["card_id"] for row in rows}
+
+
+def reports_of(*, learner) -> QuerySet[Report]:
+    return Report.objects.filter(learner=learner).order_by("-created_at", "-id")
 
 
 def due_reviews(*, learner, today: dt.date) -> QuerySet[ReviewState]:
     """Due states, oldest due first, with the card, its deck and its tags loaded."""
     return (
-        due_states(learner=learner, today=today)
+        queue_states(learner=learner, today=today)
         .select_related("card", "card__deck")
         .prefetch_related(Prefetch("card__tags", queryset=Tag.objects.only("name")))
         .order_by("due_on", "id")
@@ -76,7 +136,7 @@ def due_reviews(*, learner, today: dt.date) -> QuerySet[ReviewState]:
 
 
 def due_count(*, learner, today: dt.date) -> int:
-    return due_states(learner=learner, today=today).count()
+    return queue_states(learner=learner, today=today).count()
 
 
 # Separates tag names in SQLite's group_concat; a slug never contains it.
@@ -133,7 +193,7 @@ def due_page(
         stop = min(offset + limit, count)
         offset, limit = count - stop, stop - offset
     rows = list(
-        due_states(learner=learner, today=today)
+        queue_states(learner=learner, today=today)
         .order_by(*(("-due_on", "-id") if from_end else ("due_on", "id")))
         .annotate(
             tag_names=_tag_names_sql(),
@@ -160,7 +220,15 @@ def due_page(
 
 
 def next_due_on(*, learner) -> dt.date | None:
-    return scheduled_states(learner=learner).aggregate(first=Min("due_on"))["first"]
+    first = (
+        scheduled_states(learner=learner)
+        .filter(suspended=False)
+        .aggregate(first=Min("due_on"))["first"]
+    )
+    end = pause_end(learner_profile(learner))
+    if first is not None and end is not None and first < end:
+        return end
+    return first
 
 
 def scheduled_state(*, learner, card_id: int) -> ReviewState | None:
@@ -190,13 +258,20 @@ def review_history(*, learner, card_id: int | None = None) -> QuerySet[ReviewLog
     return logs.order_by("-reviewed_at", "-id")
 
 
+def net_review_log(*, learner) -> QuerySet[ReviewLog]:
+    """The learner's reviews oldest first, without undone ones or their undo entries."""
+    return ReviewLog.objects.filter(
+        learner=learner, undo_of__isnull=True, undone_by__isnull=True
+    ).order_by("reviewed_at", "id")
+
+
 def review_calendar(*, learner, start: dt.date, end: dt.date) -> dict[dt.date, int]:
     rows = (
         ReviewLog.objects.filter(learner=learner, study_day__gte=start, study_day__lte=end)
         .values("study_day")
-        .annotate(n=Count("id"))
+        .annotate(n=net_count())
     )
-    return {row["study_day"]: row["n"] for row in rows}
+    return {row["study_day"]: row["n"] for row in rows if row["n"] > 0}
 
 
 def _streak(*, learner, today: dt.date) -> int:
@@ -211,12 +286,20 @@ def _streak(*, learner, today: dt.date) -> int:
         row["study_day"]: row["min_due"]
         for row in ReviewLog.objects.filter(learner=learner, study_day__gte=start)
         .values("study_day")
-        .annotate(min_due=Min("due_before"))
+        .annotate(
+            min_due=Min("due_before", filter=Q(undo_of__isnull=True, undone_by__isnull=True)),
+            n=net_count(),
+        )
+        if row["n"] > 0
     }
     if not per_day:
         return 0
     first_day = min(per_day)
-    still_due = scheduled_states(learner=learner).aggregate(m=Min("due_on"))["m"]
+    still_due = (
+        scheduled_states(learner=learner).filter(suspended=False).aggregate(m=Min("due_on"))["m"]
+    )
+    profile = learner_profile(learner)
+    paused_from, paused_until = profile.pause_start, pause_end(profile)
     # Smallest due_before among reviews after day d, maintained while walking back.
     min_due_later = None
     for day in sorted((d for d in per_day if d > today), reverse=True):
@@ -228,7 +311,7 @@ def _streak(*, learner, today: dt.date) -> int:
     while day >= first_day:
         if day in per_day:
             streak += 1
-        elif day != today:
+        elif day != today and not (paused_until and paused_from <= day < paused_until):
             waited = (still_due is not None and still_due <= day) or (
                 min_due_later is not None and min_due_later <= day
             )
@@ -245,12 +328,19 @@ def learner_stats(*, learner, today: dt.date) -> dict:
     states = scheduled_states(learner=learner)
     horizon = today + dt.timedelta(days=FORECAST_DAYS - 1)
     forecast = {today + dt.timedelta(days=i): 0 for i in range(FORECAST_DAYS)}
-    due_today = 0
-    for row in states.filter(due_on__lte=horizon).values("due_on").annotate(n=Count("id")):
-        day = max(row["due_on"], today)
-        forecast[day] += row["n"]
-        if row["due_on"] <= today:
-            due_today += row["n"]
+    due_today = queue_states(learner=learner, today=today).count()
+    # While paused, nothing falls due before the pause ends.
+    paused = is_paused(learner=learner, today=today)
+    first_day = pause_end(learner_profile(learner)) if paused else today
+    for row in (
+        states.filter(due_on__lte=horizon, suspended=False)
+        .exclude(buried_on=today)
+        .values("due_on")
+        .annotate(n=Count("id"))
+    ):
+        day = max(row["due_on"], first_day)
+        if day in forecast:
+            forecast[day] += row["n"]
 
     by_step = {str(step): 0 for step in range(len(settings.STUDY_LADDER_DAYS))}
     for row in states.values("step").annotate(n=Count("id")):
@@ -260,9 +350,9 @@ def learner_stats(*, learner, today: dt.date) -> dict:
     recent = ReviewLog.objects.filter(
         learner=learner, study_day__gte=window_start, study_day__lte=today
     ).aggregate(
-        total=Count("id"),
-        passed=Count("id", filter=Q(result=ReviewLog.Result.PASS)),
-        today=Count("id", filter=Q(study_day=today)),
+        total=net_count(),
+        passed=net_count(result=ReviewLog.Result.PASS),
+        today=net_count(study_day=today),
     )
     retention = recent["passed"] / recent["total"] if recent["total"] else None
     return {
@@ -273,4 +363,12 @@ def learner_stats(*, learner, today: dt.date) -> dict:
         "retention_30d": None if retention is None else round(retention, 4),
         "by_step": by_step,
         "forecast": [{"date": day, "count": n} for day, n in forecast.items()],
+        **_leech_stats(learner=learner),
+        "paused": paused,
     }
+
+
+def _leech_stats(*, learner) -> dict:
+    scheduled = set(scheduled_states(learner=learner).values_list("card_id", flat=True))
+    leeches = sorted(leech_card_ids(learner=learner) & scheduled)
+    return {"leech": bool(leeches), "leech_count": len(leeches), "leech_cards": leeches}

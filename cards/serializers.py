@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from . import services
 from .fields import StrictBooleanField, StrictCharField, StrictChoiceField, StrictIntegerField
-from .models import Card, Deck, LearnerProfile, ReviewLog
+from .models import Card, Deck, LearnerProfile, Report, ReviewLog
 
 TAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,49}$")
 
@@ -243,6 +244,9 @@ class DueItemSerializer(serializers.Serializer):
     step = serializers.IntegerField()
     interval_days = serializers.IntegerField()
     due_on = serializers.DateField()
+    leech = serializers.BooleanField(
+        help_text="True once you have failed this card STUDY_LEECH_LAPSES times (net of undos)."
+    )
     exercise = serializers.JSONField(
         required=False,
         allow_null=True,
@@ -281,6 +285,7 @@ class ReviewSerializer(serializers.ModelSerializer):
             "interval_days",
             "due_before",
             "due_on",
+            "undo_of",
         ]
 
 
@@ -302,3 +307,61 @@ class StatsSerializer(serializers.Serializer):
     retention_30d = serializers.FloatField(allow_null=True)
     by_step = serializers.DictField(child=serializers.IntegerField())
     forecast = ForecastDaySerializer(many=True)
+    leech = serializers.BooleanField(help_text="True when any of your scheduled cards is a leech.")
+    leech_count = serializers.IntegerField()
+    leech_cards = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Ids of your leech cards."
+    )
+    paused = serializers.BooleanField(help_text="True while your study is paused.")
+
+
+# --- Study controls ----------------------------------------------------------------
+
+
+class CardStateSerializer(serializers.Serializer):
+    """Where a card sits on the learner's ladder, e.g. after an undo."""
+
+    card = serializers.IntegerField(source="card_id")
+    step = serializers.IntegerField()
+    interval_days = serializers.SerializerMethodField()
+    due_on = serializers.DateField()
+
+    def get_interval_days(self, state) -> int:
+        return settings.STUDY_LADDER_DAYS[state.step]
+
+
+class SuspendedSerializer(CardStateSerializer):
+    suspended = serializers.BooleanField()
+
+
+class BuriedSerializer(CardStateSerializer):
+    buried_on = serializers.DateField()
+
+
+class ReportCreateSerializer(serializers.Serializer):
+    card = StrictIntegerField(min_value=1, max_value=2**63 - 1)
+    exercise = StrictIntegerField(min_value=1, max_value=2**63 - 1, required=False, allow_null=True)
+    text = StrictCharField(min_length=1, max_length=services.MAX_REPORT_CHARS)
+
+
+class ReportSerializer(serializers.ModelSerializer):
+    card = serializers.IntegerField(source="card_id")
+    exercise = serializers.IntegerField(source="exercise_id", allow_null=True)
+
+    class Meta:
+        model = Report
+        fields = ["id", "card", "exercise", "text", "created_at", "resolved"]
+
+
+class PauseSerializer(serializers.Serializer):
+    start = serializers.DateField(help_text="The first paused study day: today or later.")
+    days = StrictIntegerField(min_value=1, max_value=services.MAX_PAUSE_DAYS)
+
+
+class PauseEndedSerializer(serializers.Serializer):
+    start = serializers.DateField()
+    days = serializers.IntegerField(
+        min_value=0,
+        max_value=services.MAX_PAUSE_DAYS,
+        help_text="The days the pause ran: 0 when it had not started.",
+    )

@@ -7,6 +7,7 @@ router = SimpleRouter()
 router.register("decks", api.DeckViewSet, basename="deck")
 router.register("cards", api.CardViewSet, basename="card")
 router.register("reviews", api.ReviewViewSet, basename="review")
+router.register("reports", api.ReportViewSet, basename="report")
 
 urlpatterns = [
     path("auth/register/", api.RegisterView.as_view(), name="register"),
@@ -27,6 +28,21 @@ urlpatterns = [
         r"^exercises/(?P<exercise_id>-?[0-9]+)/submit/$",
         api.ExerciseReviewSubmitView.as_view(),
         name="exercise-submit",
+    ),
+    # Study controls and exports
+    re_path(
+        r"^reviews/(?P<review_id>[0-9]+)/undo/$", api.ReviewUndoView.as_view(), name="review-undo"
+    ),
+    re_path(
+        r"^cards/(?P<card_id>[0-9]+)/suspend/$", api.CardSuspendView.as_view(), name="card-suspend"
+    ),
+    re_path(r"^cards/(?P<card_id>[0-9]+)/bury/$", api.CardBuryView.as_view(), name="card-bury"),
+    path("me/pause/", api.PauseView.as_view(), name="me-pause"),
+    path("me/reviews.csv", api.ReviewsCsvView.as_view(), name="me-reviews-csv"),
+    re_path(
+        r"^decks/(?P<slug>[-a-zA-Z0-9_]+)/export\.apkg$",
+        api.DeckApkgView.as_view(),
+        name="deck-apkg",
     ),
     *router.urls,
 ]

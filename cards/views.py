@@ -25,6 +25,7 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
 from exercises import services as exercise_services
@@ -33,8 +34,8 @@ from exercises.checking import AnswerError
 from exercises.models import Exercise
 
 from . import selectors, services
-from .forms import AccountDeleteForm, ProfileForm, ReviewForm, SignUpForm
-from .models import Card, Deck
+from .forms import AccountDeleteForm, PauseForm, ProfileForm, ReportForm, ReviewForm, SignUpForm
+from .models import Card, Deck, ReviewLog
 from .services import accounts as account_services
 from .services import privacy
 
@@ -108,13 +109,19 @@ def profile(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, "Profile saved.")
             return redirect("profile")
+    today = _today(request.user)
     return render(
         request,
         "cards/profile.html",
         {
             "form": form,
-            "today": _today(request.user),
+            "today": today,
             **_account_context(request.user, current),
+            # Study controls: the pause and the learner's reports.
+            "pause_form": PauseForm(initial={"start": today, "days": 7}),
+            "pause_end": selectors.pause_end(current),
+            "paused_now": selectors.is_paused(learner=request.user, today=today),
+            "reports": selectors.reports_of(learner=request.user).select_related("card")[:20],
         },
         status=400 if form.errors else 200,
     )
@@ -256,6 +263,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "history_weeks": HISTORY_WEEKS,
             "next_due_on": selectors.next_due_on(learner=learner),
             "busy_forecast": [day for day in stats["forecast"] if day["count"]],
+            "suspended": selectors.suspended_states(learner=learner),
         },
     )
 
@@ -307,7 +315,11 @@ def review(request: HttpRequest) -> HttpResponse:
         return render(
             request,
             "cards/review_done.html",
-            {"today": today, "next_due_on": selectors.next_due_on(learner=learner)},
+            {
+                "today": today,
+                "next_due_on": selectors.next_due_on(learner=learner),
+                **controls_context(learner, today),
+            },
         )
     count = selectors.due_count(learner=learner, today=today)
     context = {"state": state, "card": state.card, "today": today, "due": count}
@@ -323,6 +335,7 @@ def review(request: HttpRequest) -> HttpResponse:
                 )
             )
     context["skipped"] = skipped
+    context.update(controls_context(learner, today, state.card, exercise))
     return render(request, "cards/review.html", context)
 
 
@@ -433,3 +446,161 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
         context["from_review"] = True
         context["submit_url"] += "?from=review"
     return render(request, "exercises/exercise_detail.html", context, status=400)
+
+
+# --- Study controls: undo, suspend, bury, card notes, reports, pause ---------------
+
+
+def _back(request: HttpRequest, default: str = "review") -> HttpResponse:
+    target = request.POST.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return redirect(target)
+    return redirect(default)
+
+
+def _card_id(pk: int) -> int:
+    if not 1 <= pk <= 2**63 - 1:
+        raise Http404("No such card.")
+    return pk
+
+
+@login_required
+@require_POST
+def review_undo(request: HttpRequest) -> HttpResponse:
+    try:
+        review_id = int(request.POST.get("review", ""))
+    except ValueError:
+        return HttpResponseBadRequest("Expected the id of a review to undo.", "text/plain")
+    try:
+        state = services.review_undo(learner=request.user, review_id=review_id, at=timezone.now())
+    except ReviewLog.DoesNotExist:
+        raise Http404("No such review of yours.") from None
+    except services.UndoRefused as exc:
+        messages.warning(request, str(exc))
+    else:
+        messages.success(
+            request, f"Undone: the card is back where it was (due {state.due_on:%a %d %b %Y})."
+        )
+    return redirect("review")
+
+
+@login_required
+@require_POST
+def card_suspend(request: HttpRequest, pk: int) -> HttpResponse:
+    card_id = _card_id(pk)
+    resume = request.POST.get("action") == "resume"
+    try:
+        if resume:
+            services.card_resume(learner=request.user, card_id=card_id)
+        else:
+            services.card_suspend(learner=request.user, card_id=card_id)
+    except services.NotScheduled:
+        raise Http404("No such card on your ladder.") from None
+    messages.success(
+        request,
+        "Card resumed: it is back in your queue."
+        if resume
+        else "Card suspended: it stays out of your queue until you resume it (see the dashboard).",
+    )
+    return _back(request)
+
+
+@login_required
+@require_POST
+def card_bury(request: HttpRequest, pk: int) -> HttpResponse:
+    try:
+        services.card_bury(learner=request.user, card_id=_card_id(pk), today=_today(request.user))
+    except services.NotScheduled:
+        raise Http404("No such card on your ladder.") from None
+    messages.success(request, "Card buried until tomorrow.")
+    return _back(request)
+
+
+@login_required
+def card_notes(request: HttpRequest, pk: int) -> HttpResponse:
+    """A card's full text and the learner's controls, linked from the leech warning."""
+    card = get_object_or_404(selectors.cards_visible_to(user=request.user), pk=_card_id(pk))
+    state = selectors.scheduled_state(learner=request.user, card_id=card.pk)
+    return render(
+        request,
+        "cards/card_notes.html",
+        {
+            "card": card,
+            "state": state,
+            "leech": card.pk in selectors.leech_card_ids(learner=request.user, card_ids=[card.pk]),
+            "report_form": ReportForm(initial={"card": card.pk}),
+        },
+    )
+
+
+@login_required
+@require_POST
+def report_create(request: HttpRequest) -> HttpResponse:
+    form = ReportForm(request.POST)
+    if not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
+        messages.warning(request, f"Your report was not sent ({problems}).")
+        return _back(request)
+    try:
+        services.report_create(
+            learner=request.user,
+            card_id=form.cleaned_data["card"],
+            exercise_id=form.cleaned_data.get("exercise"),
+            text=form.cleaned_data["text"],
+        )
+    except services.ReportTargetMissing as exc:
+        messages.warning(request, f"Your report was not sent: no such {exc.field}.")
+    else:
+        messages.success(request, "Thank you: your report was received. Staff will look at it.")
+    return _back(request)
+
+
+@login_required
+@require_POST
+def pause_set(request: HttpRequest) -> HttpResponse:
+    today = _today(request.user)
+    if request.POST.get("action") == "end":
+        try:
+            start, used = services.pause_finish(learner=request.user, today=today)
+        except services.PauseRefused as exc:
+            messages.warning(request, str(exc))
+        else:
+            messages.success(request, f"Pause ended after {used} day{'s' if used != 1 else ''}.")
+        return redirect("profile")
+    form = PauseForm(request.POST)
+    if form.is_valid() and form.cleaned_data["start"] < today:
+        form.add_error("start", f"Expected today ({today:%d %b %Y}) or a later date.")
+    if not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
+        messages.warning(request, f"Pause not set ({problems}).")
+        return redirect("profile")
+    try:
+        services.pause_begin(
+            learner=request.user,
+            start=form.cleaned_data["start"],
+            days=form.cleaned_data["days"],
+            today=today,
+        )
+    except services.PauseRefused as exc:
+        messages.warning(request, str(exc))
+    else:
+        days = form.cleaned_data["days"]
+        messages.success(
+            request,
+            f"Paused from {form.cleaned_data['start']:%a %d %b %Y} for {days} "
+            f"day{'s' if days != 1 else ''}; your due dates moved on by as much.",
+        )
+    return redirect("profile")
+
+
+def controls_context(learner, today: dt.date, card=None, exercise=None) -> dict:
+    """What the review page shows beside the card: undo, leech warning, report form."""
+    context = {"undo_review": services.latest_undoable(learner=learner, today=today)}
+    if card is not None:
+        context["leech"] = card.pk in selectors.leech_card_ids(learner=learner, card_ids=[card.pk])
+        context["report_form"] = ReportForm(
+            initial={"card": card.pk, "exercise": exercise.pk if exercise else None}
+        )
+    return context

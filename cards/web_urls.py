@@ -46,4 +46,11 @@ urlpatterns = [
     path("decks/<slug:slug>/unenroll/", views.deck_unenroll, name="dashboard-unenroll"),
     path("review/", views.review, name="review"),
     path("exercises/<int:pk>/submit/", views.exercise_submit, name="exercise-page-submit"),
+    # Study controls
+    path("review/undo/", views.review_undo, name="review-undo"),
+    path("cards/<int:pk>/notes/", views.card_notes, name="card-notes"),
+    path("cards/<int:pk>/suspend/", views.card_suspend, name="card-suspend-page"),
+    path("cards/<int:pk>/bury/", views.card_bury, name="card-bury-page"),
+    path("reports/new/", views.report_create, name="report-create"),
+    path("profile/pause/", views.pause_set, name="profile-pause"),
 ]

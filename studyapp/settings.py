@@ -150,6 +150,8 @@ STUDY_LADDER_DAYS = tuple(int(d) for d in env_list("STUDY_LADDER_DAYS", "1,3,7,1
 STUDY_DEFAULT_DAY_STARTS_AT = 4
 STUDY_IDEMPOTENCY_TTL_HOURS = 24
 STUDY_EXERCISE_TTL_DAYS = 7
+# A card failed this many times (net of undos) is a leech for that learner.
+STUDY_LEECH_LAPSES = int(os.environ.get("STUDY_LEECH_LAPSES", "8"))
 
 # --- Operations --------------------------------------------------------------
 # Bearer token for /metrics (staff may read it with their session); unset: staff only.

@@ -39,6 +39,10 @@ STATEFUL_400 = {
     ("DELETE", "/api/v1/me/"),
     ("POST", "/api/v1/me/password/"),
     ("POST", "/api/v1/auth/password-reset/confirm/"),
+    # Study controls: a report names an existing card (and an exercise of yours); a
+    # pause starts today or later.
+    ("POST", "/api/v1/reports/"),
+    ("POST", "/api/v1/me/pause/"),
 }
 # 429: a username that earlier examples locked out by failing to log in.
 ACCEPTED = {*range(200, 300), 401, 403, 404, 409, 422, 429}

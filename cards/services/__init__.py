@@ -2,6 +2,7 @@
 
 from .accounts import profile_update, register, timezone_names, validate_timezone
 from .cards import card_create, card_update, cards_set_active
+from .controls import card_bury, card_resume, card_suspend
 from .decks import DeckFileError, ImportReport, deck_export, deck_import
 from .enrollment import EnrollResult, enroll, unenroll
 from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled, ReviewError
@@ -12,6 +13,8 @@ from .exercise_reviews import (
     exercise_review_submit,
     exercises_for_review,
 )
+from .pause import MAX_PAUSE_DAYS, PauseRefused, pause_begin, pause_finish
+from .reports import MAX_REPORT_CHARS, ReportTargetMissing, report_create, report_set_resolved
 from .reviews import (
     Replay,
     exercise_review_record,
@@ -21,8 +24,23 @@ from .reviews import (
     request_fingerprint,
     review_record,
 )
+from .undo import UndoRefused, latest_undoable, review_undo
 
 __all__ = [
+    "MAX_PAUSE_DAYS",
+    "MAX_REPORT_CHARS",
+    "PauseRefused",
+    "ReportTargetMissing",
+    "UndoRefused",
+    "card_bury",
+    "card_resume",
+    "card_suspend",
+    "latest_undoable",
+    "pause_begin",
+    "pause_finish",
+    "report_create",
+    "report_set_resolved",
+    "review_undo",
     "DeckFileError",
     "DueExercise",
     "due_exercises_bind",

@@ -134,6 +134,16 @@ def _due_count_sql(learner: str, day: str) -> str:
     )"""
 
 
+def _paused_sql(profile: str, day: str) -> str:
+    """True when ``day`` falls inside the learner's pause: no reminders then."""
+    if connection.vendor == "sqlite":
+        end = f"date({profile}.pause_start, '+' || {profile}.pause_days || ' days')"
+    else:
+        end = f"({profile}.pause_start + {profile}.pause_days)"
+    return f"""({profile}.pause_start IS NOT NULL
+        AND {profile}.pause_start <= {day} AND {day} < {end})"""
+
+
 def _as_claims(rows) -> list[Claim]:
     # SQLite hands dates back as ISO strings from a raw cursor.
     return [
@@ -162,6 +172,7 @@ def _claim_new(*, table: str, table_params: list, at, after: int, up_to: int | N
                 AND g.hour = p.reminder_hour
             WHERE p.reminders = %s AND u.is_active = %s AND u.email <> '' AND p.confirmed_email = u.email
               AND p.user_id > %s {upper}
+              AND NOT {_paused_sql("p", "g.study_day")}
               AND NOT EXISTS (
                   SELECT 1 FROM cards_reminder r
                   WHERE r.learner_id = p.user_id AND r.study_day = g.study_day

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from cards.anki import deck_apkg
 from cards.models import Deck
 from cards.services.decks import deck_dump, deck_export
 
@@ -18,8 +19,11 @@ class Command(BaseCommand):
         parser.add_argument("-o", "--output", help="Write to this file instead of standard output.")
         parser.add_argument(
             "--format",
-            choices=("yaml", "json"),
-            help="Output format; by default taken from the output file's extension, else yaml.",
+            choices=("yaml", "json", "apkg"),
+            help=(
+                "Output format (apkg: an Anki package, needs --output); by default taken from "
+                "the output file's extension, else yaml."
+            ),
         )
 
     def handle(self, *args, **options):
@@ -32,7 +36,15 @@ class Command(BaseCommand):
         output = options["output"]
         fmt = options["format"]
         if fmt is None:
-            fmt = "json" if output and Path(output).suffix.lower() == ".json" else "yaml"
+            suffix = Path(output).suffix.lower() if output else ""
+            fmt = {".json": "json", ".apkg": "apkg"}.get(suffix, "yaml")
+        if fmt == "apkg":
+            if not output:
+                raise CommandError("--format apkg writes a binary file: give --output FILE.apkg.")
+            Path(output).write_bytes(deck_apkg(deck=deck))
+            count = deck.cards.filter(is_active=True).count()
+            self.stderr.write(f"Wrote deck {slug!r} ({count} active cards) to {output}.")
+            return
         text = deck_dump(deck_export(deck=deck), fmt=fmt)
         if output:
             Path(output).write_text(text, encoding="utf-8")

@@ -1,0 +1,266 @@
+"""Benchmark of the staff's item analysis on PostgreSQL at 1,000 learners x 1,000 cards x 30 days.
+
+    .venv/bin/python benchmarks/bench_item_analysis.py
+    .venv/bin/python benchmarks/bench_item_analysis.py --learners 200 --per-day 20
+
+Uses ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/bench_item_analysis``),
+creating and migrating the database if needed, and empties its users and decks at every
+run (it is the benchmark's own database). The log holds ``--per-day`` reviews per learner
+per day for ``--days`` days over the cards (1,000 x 40 x 30 = 1.2 million rows by default),
+failure rates that differ by card, 1 % of reviews undone, 2,000 reports, and 20,000
+exercise attempts with per-part verdicts and diagnoses. For each page of the admin
+it prints the median wall time of 5 runs and the SQL statements issued; then it does
+the same at a tenth of the learners, to show the statements stay constant and the time
+grows with the log, not with a query per learner or card.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_item_analysis")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+os.environ.setdefault("DJANGO_DEBUG", "0")
+os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
+
+MISTAKE_CODES = ["no_scale", "scale_by_d_model", "no_mask", "mask_after_softmax"]
+KINDS = ["attention", "causal", "projection", "multi_head"]
+
+
+def ensure_database() -> None:
+    import dj_database_url
+    import psycopg
+
+    cfg = dj_database_url.parse(os.environ["DATABASE_URL"])
+    if "postgresql" not in cfg["ENGINE"]:
+        sys.exit("bench_item_analysis needs PostgreSQL: set DATABASE_URL=postgres://...")
+    admin = psycopg.connect(
+        host=cfg["HOST"] or "127.0.0.1",
+        port=cfg["PORT"] or 5432,
+        user=cfg["USER"],
+        password=cfg["PASSWORD"] or None,
+        dbname="postgres",
+        autocommit=True,
+    )
+    with admin:
+        exists = admin.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [cfg["NAME"]]
+        ).fetchone()
+        if not exists:
+            admin.execute(f'CREATE DATABASE "{cfg["NAME"]}"')
+
+
+def sql(statement: str, params=()) -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.rowcount
+
+
+def seed(*, learners: int, cards: int, days: int, per_day: int, decks: int) -> dict[str, int]:
+    sql("TRUNCATE auth_user, cards_deck, cards_tag RESTART IDENTITY CASCADE")
+    sql("TRUNCATE cards_reviewlog, exercises_exercise RESTART IDENTITY CASCADE")
+    sql(
+        """
+        INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email,
+                               is_staff, is_active, date_joined)
+        SELECT '!', false, 'bench-' || lpad(g::text, 6, '0'), '', '', '', false, true, now()
+        FROM generate_series(1, %s) g
+        """,
+        [learners],
+    )
+    sql(
+        """
+        INSERT INTO cards_deck (slug, title, description, created_at, updated_at)
+        SELECT 'deck-' || g, 'Deck ' || g, '', now(), now() FROM generate_series(1, %s) g
+        """,
+        [decks],
+    )
+    sql(
+        """
+        INSERT INTO cards_card (deck_id, key, kind, prompt, answer, exercise, position,
+                                is_active, created_at, updated_at)
+        SELECT 1 + (g - 1) %% %s, 'card-' || g,
+               CASE WHEN g %% 10 = 0 THEN 'interview' ELSE 'recall' END,
+               'Prompt ' || g, 'Answer ' || g, NULL, g, true, now(), now()
+        FROM generate_series(1, %s) g
+        """,
+        [decks, cards],
+    )
+    sql("INSERT INTO cards_tag (name) VALUES ('softmax'), ('masks')")
+    sql(
+        "INSERT INTO cards_card_tags (card_id, tag_id) "
+        "SELECT id, 1 + id %% 2 FROM cards_card WHERE id %% 5 = 0"
+    )
+    # Each learner reviews per_day cards a day; card c fails with probability 5 + c %% 30 %.
+    rows = sql(
+        """
+        INSERT INTO cards_reviewlog (learner_id, card_id, reviewed_at, study_day, result,
+            step_before, step_after, interval_days, due_before, due_after, idempotency_key)
+        SELECT u.id, r.card_id,
+               timestamp with time zone '2026-01-01 08:00+00' + make_interval(days => d, secs => k),
+               date '2026-01-01' + d,
+               CASE WHEN ((u.id * 7919 + r.card_id * 104729 + d * 13) %% 100)
+                         < 5 + r.card_id %% 30 THEN 'fail' ELSE 'pass' END,
+               0, 0, 1, date '2026-01-01' + d, date '2026-01-02' + d, ''
+        FROM auth_user u
+        CROSS JOIN generate_series(0, %s - 1) d
+        CROSS JOIN generate_series(0, %s - 1) k
+        CROSS JOIN LATERAL (SELECT 1 + ((u.id * 37 + d * %s + k) %% %s) AS card_id) r
+        """,
+        [days, per_day, per_day, cards],
+    )
+    undos = sql(
+        """
+        INSERT INTO cards_reviewlog (learner_id, card_id, reviewed_at, study_day, result,
+            step_before, step_after, interval_days, due_before, due_after, idempotency_key,
+            undo_of_id)
+        SELECT learner_id, card_id, reviewed_at + interval '5 seconds', study_day, result,
+               step_after, step_before, 1, due_after, due_before, '', id
+        FROM cards_reviewlog WHERE id %% 100 = 0
+        """
+    )
+    reports = sql(
+        """
+        INSERT INTO cards_report (learner_id, card_id, exercise_id, text, resolved, created_at)
+        SELECT 1 + g %% %s, 1 + (g * 13) %% %s, NULL, 'Report ' || g, g %% 3 = 0, now()
+        FROM generate_series(1, 2000) g
+        """,
+        [learners, cards],
+    )
+    sql(
+        """
+        INSERT INTO exercises_exercise (owner_id, kind, prompt, params, seed, inputs, asks,
+            solution, rtol, atol, max_attempts, attempts_used, solved, created_at)
+        SELECT 1 + g %% %s, (%s::text[])[1 + g %% 4], '', '{}'::jsonb, g, '{}'::jsonb,
+               '[]'::jsonb, '{}'::jsonb, 0.01, 0.005, 3, 1, g %% 3 = 0, now()
+        FROM generate_series(1, 20000) g
+        """,
+        [learners, KINDS],
+    )
+    attempts = sql(
+        """
+        INSERT INTO exercises_attempt (exercise_id, number, answers, correct, score, result,
+                                       created_at)
+        SELECT e.id, 1, '{}'::jsonb, e.id %% 3 = 0, 0.5,
+               jsonb_build_object(
+                   'correct', e.id %% 3 = 0,
+                   'parts', jsonb_build_object(
+                       'weights', jsonb_build_object(
+                           'correct', e.id %% 3 = 0,
+                           'wrong_cells', CASE WHEN e.id %% 3 = 0 THEN '[]'::jsonb ELSE
+                               jsonb_build_array(jsonb_build_array(e.id %% 4, (e.id / 4) %% 4),
+                                                 jsonb_build_array(0, e.id %% 4)) END),
+                       'output', jsonb_build_object(
+                           'correct', e.id %% 2 = 0,
+                           'wrong_cells', CASE WHEN e.id %% 2 = 0 THEN '[]'::jsonb ELSE
+                               jsonb_build_array(jsonb_build_array(e.id %% 3, 1)) END)),
+                   'diagnosis', CASE WHEN e.id %% 3 = 0 THEN '[]'::jsonb ELSE
+                       jsonb_build_array(jsonb_build_object(
+                           'code', (%s::text[])[1 + e.id %% 4], 'parts',
+                           jsonb_build_array('weights'))) END),
+               now()
+        FROM exercises_exercise e
+        """,
+        [MISTAKE_CODES],
+    )
+    sql("ANALYZE")
+    return {"log rows": rows + undos, "undos": undos, "reports": reports, "attempts": attempts}
+
+
+PAGES = [
+    ("cards, sorted by lapses (first page)", {"order": "-lapses"}),
+    ("cards, sorted by first-review pass rate", {"order": "first_pass_rate"}),
+    ("cards, one deck", {"deck": "deck-1", "order": "-leeches"}),
+    ("cards, one tag", {"tag": "softmax", "order": "-reviews"}),
+    ("cards, last page", {"order": "card", "offset": 950}),
+]
+
+
+def measure(fn, runs: int = 5) -> tuple[float, int]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    times = []
+    statements = 0
+    for _ in range(runs):
+        with CaptureQueriesContext(connection) as queries:
+            started = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - started)
+        # Transaction control (BEGIN, COMMIT) is logged too; count the statements proper.
+        statements = sum(1 for q in queries if q["sql"].strip().upper() not in ("BEGIN", "COMMIT"))
+    return statistics.median(times), statements
+
+
+def run(args, learners: int) -> dict[str, float]:
+    from cards import item_analysis
+
+    started = time.perf_counter()
+    counts = seed(
+        learners=learners,
+        cards=args.cards,
+        days=args.days,
+        per_day=args.per_day,
+        decks=args.decks,
+    )
+    print(
+        f"\n{learners} learners x {args.cards} cards x {args.days} days: "
+        + ", ".join(f"{v:,} {k}" for k, v in counts.items())
+        + f" (seeded in {time.perf_counter() - started:.1f} s)"
+    )
+    figures = {}
+    for label, options in PAGES:
+        seconds, statements = measure(
+            lambda options=options: item_analysis.card_analysis(**options)
+        )
+        figures[label] = seconds
+        print(f"  {label:<44} {seconds * 1000:8.1f} ms  {statements} statement(s)")
+    seconds, statements = measure(item_analysis.exercise_kind_analysis)
+    figures["exercise kinds"] = seconds
+    print(
+        f"  {'exercise kinds (mistakes, wrong cells)':<44} {seconds * 1000:8.1f} ms  "
+        f"{statements} statement(s)"
+    )
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--learners", type=int, default=1000)
+    parser.add_argument("--cards", type=int, default=1000)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--per-day", type=int, default=40, help="Reviews per learner per day.")
+    parser.add_argument("--decks", type=int, default=10)
+    args = parser.parse_args()
+
+    ensure_database()
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    from django.conf import settings
+
+    settings.DEBUG = False
+    small = run(args, max(args.learners // 10, 1))
+    full = run(args, args.learners)
+    print(
+        f"\nTime ratio at {args.learners} vs {max(args.learners // 10, 1)} learners "
+        "(10x the log; statements per page unchanged):"
+    )
+    for label in full:
+        print(f"  {label:<44} x{full[label] / small[label]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Decks as Anki packages (``.apkg``) and a learner's review log as CSV for Anki's FSRS tools.
+
+Recall and interview cards become Basic notes; exercise cards a worked example of
+one fixed variant (the card's own seed, else one derived from the deck slug and
+card key) with its solution. Math goes out in Anki's MathJax delimiters, ``\\(..\\)``
+inline and ``\\[..\\]`` display. Note guids derive from the deck slug and the card
+key, and the deck and note-type ids from fixed names, so importing a re-export
+updates the notes instead of duplicating them.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import html
+import io
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from typing import Any
+
+import genanki
+import markdown
+import nh3
+import numpy as np
+
+from exercises.kinds import get_kind
+from exercises.kinds.base import tex_matrix, tex_vector
+
+from .models import Card, Deck, ReviewLog
+
+_MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$(?!\s)([^$\n]+?)(?<![\s\\])\$", re.S)
+_TOKEN = "\x00MATH{}\x00"  # Markdown leaves it alone; replaced before sanitising
+SEED_MAX = 2**31 - 1
+
+CSS = """.card { font-family: system-ui, sans-serif; font-size: 18px; text-align: left;
+  color: #1b1b1b; background: #fff; max-width: 42em; margin: 0 auto; }
+pre, code { font-size: 15px; } .kind { color: #666; font-size: 14px; }"""
+
+
+def _stable_id(name: str) -> int:
+    """A positive 31-bit id from a name: the same on every export."""
+    return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) & 0x7FFFFFFF or 1
+
+
+BASIC_MODEL = genanki.Model(
+    _stable_id("study-service basic"),
+    "Study service: Basic",
+    fields=[{"name": "Front"}, {"name": "Back"}, {"name": "Kind"}],
+    templates=[
+        {
+            "name": "Card 1",
+            "qfmt": '<div class="kind">{{Kind}}</div>{{Front}}',
+            "afmt": '{{FrontSide}}<hr id="answer">{{Back}}',
+        }
+    ],
+    css=CSS,
+)
+
+
+def markdown_to_anki(text: str) -> str:
+    """Card Markdown to HTML with the math left as MathJax for Anki to typeset."""
+    pieces: list[str] = []
+
+    def stash(match: re.Match) -> str:
+        display, inline = match.group(1), match.group(2)
+        tex = html.escape((display if display is not None else inline).strip(), quote=False)
+        pieces.append(rf"\[{tex}\]" if display is not None else rf"\({tex}\)")
+        return _TOKEN.format(len(pieces) - 1)
+
+    body = _MATH.sub(stash, text or "")
+    rendered = markdown.markdown(body, extensions=["fenced_code", "tables", "sane_lists"])
+    rendered = rendered.replace("\\$", "$")
+    for index, piece in enumerate(pieces):
+        rendered = rendered.replace(_TOKEN.format(index), piece)
+    return nh3.clean(rendered, link_rel="noopener noreferrer")
+
+
+def _tex_value(value: Any) -> str:
+    array = np.asarray(value)
+    if array.ndim == 0:
+        number = float(array)
+        return str(int(number)) if number.is_integer() else f"{number:.4g}"
+    if array.ndim == 1:
+        return tex_vector(value)
+    return tex_matrix(value)
+
+
+def card_key(card: Card) -> str:
+    return card.key or f"id-{card.pk}"
+
+
+def worked_example(card: Card, deck_slug: str) -> tuple[str, str]:
+    """``(front, back)`` Markdown of one fixed variant of an exercise card and its solution."""
+    spec = card.exercise or {}
+    kind = get_kind(spec.get("kind", ""))
+    params = kind.normalize_params(spec.get("params") or {})
+    if params.get("seed") is None:
+        params["seed"] = _stable_id(f"{deck_slug}/{card_key(card)}") % SEED_MAX
+    generated = kind.generate(params, np.random.default_rng(params["seed"]))
+    front = f"{card.prompt}\n\n**Worked example** ({kind.title}):\n\n{generated.prompt}"
+    lines = ["**Solution**", ""]
+    for ask in generated.asks:
+        value = generated.solution[ask["name"]]
+        lines.append(f"- `{ask['name']}`: $${_tex_value(value)}$$")
+    if card.answer.strip():
+        lines += ["", card.answer]
+    return front, "\n".join(lines)
+
+
+def deck_package(*, deck: Deck) -> genanki.Package:
+    anki_deck = genanki.Deck(_stable_id(f"study-service deck {deck.slug}"), deck.title)
+    anki_deck.description = deck.description
+    cards = Card.objects.filter(deck=deck, is_active=True).order_by("position", "id")
+    for card in cards.prefetch_related("tags"):
+        if card.kind == Card.Kind.EXERCISE:
+            try:
+                front, back = worked_example(card, deck.slug)
+            except (KeyError, ValueError):  # a broken exercise spec: export the card's text
+                front, back = card.prompt, card.answer
+        else:
+            front, back = card.prompt, card.answer
+        tags = [tag.name for tag in card.tags.all()] + [f"kind::{card.kind}"]
+        anki_deck.add_note(
+            genanki.Note(
+                model=BASIC_MODEL,
+                fields=[markdown_to_anki(front), markdown_to_anki(back), card.get_kind_display()],
+                guid=genanki.guid_for(deck.slug, card_key(card)),
+                tags=tags,
+                sort_field=f"{card.position:06d}",
+            )
+        )
+    return genanki.Package(anki_deck)
+
+
+def deck_apkg(*, deck: Deck) -> bytes:
+    """The deck as the bytes of an ``.apkg`` file (a zip holding an SQLite collection)."""
+    package = deck_package(deck=deck)
+    handle, path = tempfile.mkstemp(suffix=".apkg")
+    os.close(handle)
+    try:
+        package.write_to_file(path)
+        with open(path, "rb") as f:
+            return f.read()
+    finally:
+        os.unlink(path)
+
+
+# --- Review log for FSRS tools -------------------------------------------------------
+
+FSRS_COLUMNS = ["card_id", "review_time", "review_rating", "review_state", "review_duration"]
+RATING = {ReviewLog.Result.FAIL: 1, ReviewLog.Result.PASS: 3}  # Again, Good
+STATE_NEW, STATE_REVIEW, STATE_RELEARNING = 0, 2, 3
+
+
+def fsrs_rows(logs: Iterable[ReviewLog]) -> Iterable[list]:
+    """Rows in the layout of fsrs-optimizer's ``revlog.csv``, oldest first.
+
+    The log is read net of undos (an undone review and its compensating entry are
+    both left out). Rating 1 (Again) for a fail, 3 (Good) for a pass; state 0 (New)
+    for a card's first review, 3 (Relearning) right after a fail, else 2 (Review).
+    The service does not time reviews, so the duration is 0.
+    """
+    last_result: dict[int, str] = {}
+    for log in logs:
+        previous = last_result.get(log.card_id)
+        if previous is None:
+            state = STATE_NEW
+        elif previous == ReviewLog.Result.FAIL:
+            state = STATE_RELEARNING
+        else:
+            state = STATE_REVIEW
+        last_result[log.card_id] = log.result
+        yield [log.card_id, int(log.reviewed_at.timestamp() * 1000), RATING[log.result], state, 0]
+
+
+def reviews_csv(logs: Iterable[ReviewLog]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(FSRS_COLUMNS)
+    writer.writerows(fsrs_rows(logs))
+    return out.getvalue()

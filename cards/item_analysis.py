@@ -1,0 +1,286 @@
+"""Item analysis for staff: which cards and exercises learners fail, and why.
+
+Everything is computed set-based in SQL, one statement per page whatever the
+number of learners: per card from the review log (net of undos), the review
+states and the open reports; per exercise kind from the attempts' stored
+verdicts (``exercises.Attempt.result``: per-part ``wrong_cells`` and the
+``diagnosis`` of mistakes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from exercises.checking import MISTAKES
+from exercises.kinds import KINDS
+
+PAGE_SIZE = 50
+# Column name -> heading; every one is sortable.
+COLUMNS = {
+    "card": "Card",
+    "learners": "Learners",
+    "reviews": "Reviews",
+    "first_pass_rate": "Pass rate, first review",
+    "later_pass_rate": "Pass rate, later reviews",
+    "lapses": "Lapses",
+    "leeches": "Leeches",
+    "open_reports": "Open reports",
+}
+DEFAULT_ORDER = "-lapses"
+TOP_CELLS = 12
+WORK_MEM = "128MB"
+
+
+def leech_lapses() -> int:
+    return settings.STUDY_LEECH_LAPSES
+
+
+def _tune(cursor) -> None:
+    """PostgreSQL: memory to group a million (learner, card) pairs without spilling to
+    disk, and no JIT compilation (it costs more than it saves on one analytic statement).
+    Local to the transaction; one statement."""
+    if connection.vendor == "postgresql":
+        cursor.execute(
+            "SELECT set_config('work_mem', %s, true), set_config('jit', 'off', true)",
+            [WORK_MEM],
+        )
+
+
+@dataclass(frozen=True)
+class CardRow:
+    card: int
+    deck: str
+    kind: str
+    prompt: str
+    is_active: bool
+    learners: int
+    reviews: int
+    first_reviews: int
+    first_pass_rate: float | None
+    later_reviews: int
+    later_pass_rate: float | None
+    lapses: int
+    leeches: int
+    open_reports: int
+
+
+def _card_filter(*, deck: str | None, kind: str | None, tag: str | None) -> tuple[str, list]:
+    where, params = ["1 = 1"], []
+    if deck:
+        where.append("d.slug = %s")
+        params.append(deck)
+    if kind:
+        where.append("c.kind = %s")
+        params.append(kind)
+    if tag:
+        where.append(
+            "EXISTS (SELECT 1 FROM cards_card_tags ct JOIN cards_tag t ON t.id = ct.tag_id"
+            " WHERE ct.card_id = c.id AND t.name = %s)"
+        )
+        params.append(tag)
+    return " AND ".join(where), params
+
+
+def card_analysis(
+    *,
+    deck: str | None = None,
+    kind: str | None = None,
+    tag: str | None = None,
+    order: str = DEFAULT_ORDER,
+    limit: int = PAGE_SIZE,
+    offset: int = 0,
+) -> tuple[list[CardRow], int]:
+    """One page of per-card figures and the number of cards matching, in one statement.
+
+    ``learners`` counts those who reviewed the card; a review undone and its undo
+    entry count nowhere. The first review is each learner's earliest remaining one;
+    a learner whose net fails reach ``STUDY_LEECH_LAPSES`` counts as a leech.
+    """
+    column = order.lstrip("-")
+    if column not in COLUMNS:
+        raise ValueError(f"order: expected one of {', '.join(COLUMNS)}, got {order!r}")
+    direction = "DESC" if order.startswith("-") else "ASC"
+    sort = "c.id" if column == "card" else f"COALESCE(c.{column}, -1)"
+    where, params = _card_filter(deck=deck, kind=kind, tag=tag)
+    sql = f"""
+        WITH picked AS (
+            SELECT c.id FROM cards_card c JOIN cards_deck d ON d.id = c.deck_id WHERE {where}
+        ),
+        per_learner AS (
+            -- The first review is the pair's lowest id (the log is appended in time
+            -- order); MIN(2 * id + passed) carries its result in the lowest bit, so
+            -- one grouping pass finds it without sorting the log.
+            SELECT l.card_id, l.learner_id, COUNT(*) AS reviews,
+                   SUM(CASE WHEN l.result = 'pass' THEN 1 ELSE 0 END) AS passes,
+                   SUM(CASE WHEN l.result = 'fail' THEN 1 ELSE 0 END) AS fails,
+                   MIN(2 * l.id + CASE WHEN l.result = 'pass' THEN 1 ELSE 0 END) %% 2
+                       AS first_pass
+            FROM cards_reviewlog l
+            WHERE l.undo_of_id IS NULL
+              AND l.card_id IN (SELECT id FROM picked)
+              AND l.id NOT IN (
+                  SELECT u.undo_of_id FROM cards_reviewlog u WHERE u.undo_of_id IS NOT NULL
+              )
+            GROUP BY l.card_id, l.learner_id
+        ),
+        per_card AS (
+            SELECT card_id, COUNT(*) AS learners, SUM(reviews) AS reviews, SUM(fails) AS lapses,
+                   SUM(first_pass) AS first_pass, SUM(reviews) - COUNT(*) AS later,
+                   SUM(passes) - SUM(first_pass) AS later_pass,
+                   SUM(CASE WHEN fails >= %s THEN 1 ELSE 0 END) AS leeches
+            FROM per_learner GROUP BY card_id
+        ),
+        reports AS (
+            SELECT card_id, COUNT(*) AS open_reports FROM cards_report
+            WHERE resolved = %s AND card_id IN (SELECT id FROM picked) GROUP BY card_id
+        ),
+        card_rows AS (
+            SELECT c.id, d.title AS deck, c.kind, c.prompt, c.is_active,
+                   COALESCE(p.learners, 0) AS learners, COALESCE(p.reviews, 0) AS reviews,
+                   COALESCE(p.learners, 0) AS first_reviews,
+                   CASE WHEN p.learners > 0 THEN 1.0 * p.first_pass / p.learners END
+                       AS first_pass_rate,
+                   COALESCE(p.later, 0) AS later_reviews,
+                   CASE WHEN p.later > 0 THEN 1.0 * p.later_pass / p.later END AS later_pass_rate,
+                   COALESCE(p.lapses, 0) AS lapses, COALESCE(p.leeches, 0) AS leeches,
+                   COALESCE(r.open_reports, 0) AS open_reports
+            FROM cards_card c
+            JOIN cards_deck d ON d.id = c.deck_id
+            LEFT JOIN per_card p ON p.card_id = c.id
+            LEFT JOIN reports r ON r.card_id = c.id
+            WHERE c.id IN (SELECT id FROM picked)
+        )
+        SELECT c.*, COUNT(*) OVER () AS total FROM card_rows c
+        ORDER BY {sort} {direction}, c.id
+        LIMIT %s OFFSET %s
+    """
+    all_params = [*params, leech_lapses(), False, limit, offset]
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        _tune(cursor)
+        cursor.execute(sql, all_params)
+        fetched = cursor.fetchall()
+    if not fetched and offset:
+        # Past the last page: the total still comes from a first-page read.
+        return [], card_analysis(deck=deck, kind=kind, tag=tag, order=order, limit=1)[1]
+    total = fetched[0][-1] if fetched else 0
+    rows = [
+        CardRow(
+            card=r[0],
+            deck=r[1],
+            kind=r[2],
+            prompt=r[3],
+            is_active=bool(r[4]),
+            learners=int(r[5]),
+            reviews=int(r[6]),
+            first_reviews=int(r[7]),
+            first_pass_rate=None if r[8] is None else float(r[8]),
+            later_reviews=int(r[9]),
+            later_pass_rate=None if r[10] is None else float(r[10]),
+            lapses=int(r[11]),
+            leeches=int(r[12]),
+            open_reports=int(r[13]),
+        )
+        for r in fetched
+    ]
+    return rows, int(total)
+
+
+# --- Exercise kinds -----------------------------------------------------------------
+
+
+def _kind_sql() -> str:
+    base = "FROM exercises_attempt a JOIN exercises_exercise e ON e.id = a.exercise_id"
+    if connection.vendor == "postgresql":
+        diagnosis = (
+            "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.result->'diagnosis')"
+            " = 'array' THEN a.result->'diagnosis' ELSE '[]'::jsonb END) dg"
+        )
+        code = "dg.value->>'code'"
+        parts = (
+            "CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(a.result->'parts') = 'object'"
+            " THEN a.result->'parts' ELSE '{}'::jsonb END) p"
+        )
+        part_wrong = "p.value->>'correct' = 'false'"
+        cells = (
+            "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(p.value->'wrong_cells')"
+            " = 'array' THEN p.value->'wrong_cells' ELSE '[]'::jsonb END) cell"
+        )
+        cell = "cell.value::text"
+    else:
+        diagnosis = ", json_each(a.result, '$.diagnosis') dg"
+        code = "json_extract(dg.value, '$.code')"
+        parts = ", json_each(a.result, '$.parts') p"
+        part_wrong = "json_extract(p.value, '$.correct') = 0"
+        cells = ", json_each(p.value, '$.wrong_cells') cell"
+        cell = "cell.value"
+    return f"""
+        SELECT 'attempts', e.kind, '', '', COUNT(*) {base} GROUP BY e.kind
+        UNION ALL
+        SELECT 'correct', e.kind, '', '', COUNT(*) {base} WHERE a.correct = %s GROUP BY e.kind
+        UNION ALL
+        SELECT 'mistake', e.kind, {code}, '', COUNT(*) {base} {diagnosis}
+            GROUP BY e.kind, {code}
+        UNION ALL
+        SELECT 'part', e.kind, p.key, '', COUNT(*) {base} {parts} WHERE {part_wrong}
+            GROUP BY e.kind, p.key
+        UNION ALL
+        SELECT 'cell', e.kind, p.key, {cell}, COUNT(*) {base} {parts} {cells}
+            GROUP BY e.kind, p.key, {cell}
+    """
+
+
+def exercise_kind_analysis() -> list[dict]:
+    """Per exercise kind: attempts, share correct, diagnosed mistakes and wrong cells.
+
+    ``mistakes`` is ``[{code, text, count}]`` most frequent first; ``parts`` is
+    ``[{name, wrong, cells: [{cell, count}]}]`` with the most often wrong cells.
+    """
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        _tune(cursor)
+        cursor.execute(_kind_sql(), [True])
+        fetched = cursor.fetchall()
+    kinds: dict[str, dict] = defaultdict(
+        lambda: {"attempts": 0, "correct": 0, "mistakes": [], "parts": {}}
+    )
+    for section, kind, key, sub, count in fetched:
+        entry = kinds[kind]
+        if section in ("attempts", "correct"):
+            entry[section] = int(count)
+        elif section == "mistake":
+            mistake = MISTAKES.get(key)
+            entry["mistakes"].append(
+                {"code": key, "text": mistake.text if mistake else "", "count": int(count)}
+            )
+        elif section == "part":
+            entry["parts"].setdefault(key, {"name": key, "wrong": 0, "cells": []})["wrong"] = int(
+                count
+            )
+        else:
+            part = entry["parts"].setdefault(key, {"name": key, "wrong": 0, "cells": []})
+            part["cells"].append({"cell": json.loads(sub), "count": int(count)})
+    result = []
+    for name in sorted(kinds):
+        entry = kinds[name]
+        kind = KINDS.get(name)
+        parts = sorted(entry["parts"].values(), key=lambda p: (-p["wrong"], p["name"]))
+        for part in parts:
+            part["cells"] = sorted(part["cells"], key=lambda c: (-c["count"], c["cell"]))[
+                :TOP_CELLS
+            ]
+        attempts = entry["attempts"]
+        result.append(
+            {
+                "kind": name,
+                "title": kind.title if kind else name,
+                "attempts": attempts,
+                "correct_rate": entry["correct"] / attempts if attempts else None,
+                "mistakes": sorted(entry["mistakes"], key=lambda m: (-m["count"], m["code"])),
+                "parts": parts,
+            }
+        )
+    return result

@@ -1,0 +1,91 @@
+"""Undoing a review: a compensating log entry and the state put back, race-safe."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from .. import selectors
+from ..models import ExerciseBinding, ReviewLog, ReviewState
+
+
+class UndoRefused(Exception):
+    """The review cannot be undone (already undone, not the latest, another day)."""
+
+
+@transaction.atomic
+def review_undo(*, learner, review_id: int, at: dt.datetime) -> ReviewState:
+    """Undo the learner's latest review of a card, on the study day it was made, once.
+
+    The log stays append-only: a new entry with ``undo_of`` cancels the review in
+    every count. The state goes back to where the review found it under a
+    conditional UPDATE, so of two concurrent undos (or an undo racing a review)
+    exactly one moves it. Raises ``ReviewLog.DoesNotExist`` for another learner's
+    or an unknown review.
+    """
+    log = ReviewLog.objects.get(pk=review_id, learner=learner, undo_of__isnull=True)
+    if ReviewLog.objects.filter(undo_of=log).exists():
+        raise UndoRefused("This review was already undone.")
+    today = selectors.learner_today(learner=learner, at=at)
+    if log.study_day != today:
+        raise UndoRefused("Only a review of the current study day can be undone.")
+    latest = (
+        ReviewLog.objects.filter(learner=learner, card_id=log.card_id, undo_of__isnull=True)
+        .order_by("-reviewed_at", "-id")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if latest != log.pk:
+        raise UndoRefused("Only your latest review of this card can be undone.")
+    previous = (
+        ReviewLog.objects.filter(
+            learner=learner,
+            card_id=log.card_id,
+            undo_of__isnull=True,
+            undone_by__isnull=True,
+            reviewed_at__lt=log.reviewed_at,
+        )
+        .order_by("-reviewed_at", "-id")
+        .values_list("reviewed_at", flat=True)
+        .first()
+    )
+    moved = ReviewState.objects.filter(
+        learner=learner, card_id=log.card_id, step=log.step_after, due_on=log.due_after
+    ).update(step=log.step_before, due_on=log.due_before, last_reviewed_at=previous)
+    if not moved:
+        raise UndoRefused("The card has moved since this review; it cannot be undone.")
+    try:
+        with transaction.atomic():
+            ReviewLog.objects.create(
+                learner=learner,
+                card_id=log.card_id,
+                reviewed_at=at,
+                study_day=log.study_day,
+                result=log.result,
+                step_before=log.step_after,
+                step_after=log.step_before,
+                interval_days=settings.STUDY_LADDER_DAYS[log.step_before],
+                due_before=log.due_after,
+                due_after=log.due_before,
+                undo_of=log,
+            )
+    except IntegrityError:
+        raise UndoRefused("This review was already undone.") from None
+    # An exercise card's review came from its bound exercise's first submission:
+    # unbinding it lets the queue hand out a fresh exercise for the repeated review.
+    ExerciseBinding.objects.filter(review=log).update(review=None)
+    return ReviewState.objects.get(learner=learner, card_id=log.card_id)
+
+
+def latest_undoable(*, learner, today: dt.date) -> ReviewLog | None:
+    """The learner's most recent review today that has not been undone, if any."""
+    log = (
+        ReviewLog.objects.filter(learner=learner, study_day=today, undo_of__isnull=True)
+        .order_by("-reviewed_at", "-id")
+        .first()
+    )
+    if log is None or ReviewLog.objects.filter(undo_of=log).exists():
+        return None
+    return log
