@@ -58,7 +58,7 @@ def exercises_for_review(
         kind, params = _card_params(state.card)
         try:
             with transaction.atomic():
-                exercise = exercise_create(owner=learner, kind=kind, params=params)
+                exercise = exercise_create(owner=learner, kind=kind, params=params, bound=True)
                 if binding is None:
                     ExerciseBinding.objects.create(
                         exercise=exercise, learner=learner, card_id=state.card_id, study_day=today
