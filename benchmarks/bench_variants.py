@@ -25,21 +25,24 @@ from collections import defaultdict
 
 import numpy as np
 
-from exercises.checking import MISTAKES, accepted
+from exercises.checking import MISTAKES, accepted, variant_problems
 from exercises.kinds import KINDS, get_kind
 from exercises.kinds.base import STEP_DECIMALS
 from exercises.variants import draw_rng, draw_variant
 from tests.exercises.sweep import PARAMETER_SETS
 
 
-def _draws(kind, params, seed) -> int:
-    """How many draws ``seed`` needed (1 = the first draw told right from wrong)."""
-    from exercises.checking import variant_problems
-
+def _draws(kind, params, seed) -> tuple[int, list[str]]:
+    """How many draws ``seed`` needed (1 = the first draw told right from wrong), and what
+    was wrong with its first draw (the variant offered before draws were checked)."""
+    first: list[str] = []
     for draw in range(1000):
-        if not variant_problems(kind, kind.generate(params, draw_rng(seed, draw))):
-            return draw + 1
-    return 1000
+        problems = variant_problems(kind, kind.generate(params, draw_rng(seed, draw)))
+        if draw == 0:
+            first = problems
+        if not problems:
+            return draw + 1, first
+    return 1000, first
 
 
 def bench(name: str, raw: dict, seeds: int) -> bool:
@@ -61,12 +64,20 @@ def bench(name: str, raw: dict, seeds: int) -> bool:
                 counts[0] += not accepted(kind, g, answers)
                 counts[1] += 1
     elapsed = time.perf_counter() - started
-    draws = np.mean([_draws(kind, params, s) for s in range(min(seeds, 200))])
+    sample = min(seeds, 200)
+    drawn = [_draws(kind, params, s) for s in range(sample)]
+    first_problems: dict[str, int] = defaultdict(int)
+    for _, problems in drawn:
+        for problem in problems:
+            first_problems[problem] += 1
     ok = right_ok == seeds and all(r == n for r, n in rejected.values())
     print(
-        f"\n{name} {raw}: {seeds} variants, {elapsed / seeds * 1000:.1f} ms each, "
-        f"{draws:.2f} draws per seed on average (first 200 seeds)"
+        f"\n{name} {raw}: {seeds} variants, {elapsed / seeds * 1000:.1f} ms each; over the "
+        f"first {sample} seeds {np.mean([d for d, _ in drawn]):.2f} draws per seed, "
+        f"{sum(1 for _, p in drawn if p) / sample:.1%} of first draws redrawn"
     )
+    for problem, count in sorted(first_problems.items()):
+        print(f"    first draw redrawn because {problem}: {count / sample:.1%}")
     print(f"  {'right method, steps rounded, accepted':48s} {right_ok / seeds:8.2%}")
     for label, (r, n) in sorted(rejected.items()):
         print(f"  {label + ' rejected':48s} {r / n:8.2%}  (of {n} where it applies)")
