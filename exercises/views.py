@@ -217,7 +217,6 @@ def exercise_context(
         "solution": solution,
         "remaining": remaining,
         "closed": closed is not None,
-        "closed_reason": str(closed) if closed else "",
         "weights_map": weights_map,
         "labels": labels,
         "submit_url": submit_url,

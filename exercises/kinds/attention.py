@@ -283,15 +283,6 @@ class _AttentionFamily(ExerciseKind):
 
 @register
 class AttentionKind(_AttentionFamily):
-    def finish_params(self, params):
-        if params["mask"] == "padding" and params["n"] < 3:
-            raise ParamError(
-                "n",
-                f"Expected at least 3 tokens with a padding mask, got {params['n']}: two real "
-                "tokens and at least one padded one.",
-            )
-        return super().finish_params(params)
-
     name = "attention"
     title = "Scaled dot-product attention by hand"
     description = (
@@ -310,6 +301,15 @@ class AttentionKind(_AttentionFamily):
         "scale": SCALE_SPEC,
         "max_abs": ParamSpec("int", 2, "Entries are integers from -max_abs to max_abs.", 1, 5),
     }
+
+    def finish_params(self, params):
+        if params["mask"] == "padding" and params["n"] < 3:
+            raise ParamError(
+                "n",
+                f"Expected at least 3 tokens with a padding mask, got {params['n']}: two real "
+                "tokens and at least one padded one.",
+            )
+        return super().finish_params(params)
 
     def generate(self, params, rng):
         n, d_k, d_v, hi = params["n"], params["d_k"], params["d_v"], params["max_abs"]

@@ -193,7 +193,7 @@ def answer_grid(
             label = f"{label}, {name}"
         return format_html(
             '<td class="{}"><input type="text" inputmode="decimal" autocomplete="off" '
-            'name="{}" id="{}" value="{}" aria-label="{}"{}{}{}>{}</td>',
+            'name="{}" id="{}" value="{}" aria-label="{}"{}{}{}{}>{}</td>',
             state,
             _cell_name(part, index),
             "id_" + _cell_name(part, index),
@@ -202,6 +202,8 @@ def answer_grid(
             mark_safe(' aria-invalid="true"') if bad and state != "follows" else "",
             mark_safe(" disabled") if disabled else "",
             format_html(' aria-describedby="{}"', describedby) if describedby else "",
+            # A long count stays readable in full.
+            format_html(' class="wide" size="{}"', len(shown) + 1) if len(shown) > 8 else "",
             mark_html,
         )
 

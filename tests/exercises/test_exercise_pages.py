@@ -100,6 +100,7 @@ def test_cost_counts_are_shown_in_full(page, learner):
     assert attempt.result["parts"]["score_bytes"]["correct"] is True
     html = page.get(f"/exercises/{exercise.pk}/").content.decode()
     assert f'value="{exercise.solution["score_bytes"]}"' in html
+    assert 'class="wide"' in html  # the input is as wide as the count
     assert "e+" not in html.split('id="answer-form"')[1].split("</form>")[0]
 
 
