@@ -182,15 +182,18 @@ def answer_grid(
             state, mark = ("right", CELL_MARKS["right"]) if checked else ("", "")
         label = _cell_label(part, index)
         mark_html = ""
+        described = [describedby] if describedby else []
         if mark:
             name = f"follows from {follows_from}" if state == "follows" else state
+            mark_id = "mark-" + _cell_name(part, index)
             mark_html = format_html(
-                '<span class="cell-mark" role="img" aria-label="{}" title="{}">{}</span>',
+                '<span class="cell-mark" id="{}" role="img" aria-label="{}" title="{}">{}</span>',
+                mark_id,
                 name,
                 name,
                 mark,
             )
-            label = f"{label}, {name}"
+            described.append(mark_id)  # the verdict is read with the cell
         return format_html(
             '<td class="{}"><input type="text" inputmode="decimal" autocomplete="off" '
             'name="{}" id="{}" value="{}" aria-label="{}"{}{}{}{}>{}</td>',
@@ -201,7 +204,7 @@ def answer_grid(
             label,
             mark_safe(' aria-invalid="true"') if bad and state != "follows" else "",
             mark_safe(" disabled") if disabled else "",
-            format_html(' aria-describedby="{}"', describedby) if describedby else "",
+            format_html(' aria-describedby="{}"', " ".join(described)) if described else "",
             # A long count stays readable in full.
             format_html(' class="wide" size="{}"', len(shown) + 1) if len(shown) > 8 else "",
             mark_html,

@@ -48,6 +48,9 @@ def test_cells_are_marked_right_wrong_and_follows_with_words_not_only_colour(pag
     assert 'role="img" aria-label="follows from your scores"' in html
     assert 'role="img" aria-label="follows from your weights"' in html
     assert "↪ Follows from your scores" in html
+    # Each input is described by its cell's mark, so the verdict is read with the cell.
+    assert 'aria-describedby="mark-answer-weights-0-0"' in html
+    assert 'id="mark-answer-weights-0-0"' in html
     # The diagnosis once, inside the first wrong step's part.
     text = MISTAKES["no_scale"].text
     assert html.count(text) == 1
