@@ -17,9 +17,11 @@ every part is right.
 
 Diagnosis: only the first wrong step (the first part that is neither right nor follows)
 is diagnosed. A mistake of the kind (``kind.mistakes``, codes of ``MISTAKES``) is named
-when the learner's part matches that step done the mistaken way, from the learner's own
-earlier parts where it has them (``kind.follow_on(..., recipe)``), else from the inputs
-(``kind.answers_under``), and the mistake changes that step at all.
+when the mistake changes that step at all and the learner's part matches that step done
+the mistaken way, either from the learner's own earlier parts (``kind.follow_on(...,
+recipe)``) or along the whole mistaken chain from the inputs (``kind.answers_under``)
+whose earlier asked parts match the learner's too. So right weights followed by A^T V
+are never blamed on a softmax down the columns, which would have changed the weights.
 
 ``variant_problems`` uses the same marking to decide whether a generated variant tells
 right from wrong: every registered mistake of its kind, done exactly or rounding every

@@ -177,7 +177,10 @@ def exercise_context(
             values = last.answers.get(name)
         else:
             values = None
-        diagnosis = [d for d in (result or {}).get("diagnosis", []) if name in d.get("parts", [])]
+        # Each diagnosis once, at its (first) step.
+        diagnosis = [
+            d for d in (result or {}).get("diagnosis", []) if d.get("parts", [None])[0] == name
+        ]
         parts.append(
             {
                 "name": name,
@@ -186,8 +189,6 @@ def exercise_context(
                 "verdict": verdict,
                 "follows": bool((verdict or {}).get("follows")),
                 "follows_from": (verdict or {}).get("follows_from") or "your earlier answers",
-                "first_wrong": bool(result) and result.get("first_wrong") == name,
-                # Results stored before the first wrong step was recorded show it where it fell.
                 "diagnosis": diagnosis if not problems else [],
                 "wrong_cells": (verdict or {}).get("wrong_cells", []),
                 "problems": (problems or {}).get(name, []),
