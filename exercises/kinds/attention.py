@@ -193,6 +193,17 @@ def output_degenerate(output: np.ndarray, atol: float) -> str | None:
     return None
 
 
+def scale_width_rule(field: str, **unless: list[Any]) -> dict[str, Any]:
+    """The schema of ``scale_needs_width``: scale off, or ``field`` at least 2 (or a
+    parameter in ``unless`` taking one of its values, absent meaning its default)."""
+    branches: list[dict[str, Any]] = [
+        {"required": ["scale"], "properties": {"scale": {"enum": [False]}}},
+        {"properties": {field: {"minimum": 2}}},
+    ]
+    branches += [{"properties": {name: {"enum": values}}} for name, values in unless.items()]
+    return {"anyOf": branches}
+
+
 def scale_needs_width(params: dict[str, Any], field: str) -> None:
     """Dividing by sqrt(1) changes nothing, so a scaled exercise needs d_k >= 2 to test it."""
     if params.get("scale") and params[field] < 2:
@@ -249,6 +260,9 @@ class _AttentionFamily(ExerciseKind):
     def finish_params(self, params):
         scale_needs_width(params, "d_k")
         return params
+
+    def params_rules(self):
+        return [scale_width_rule("d_k")]
 
     def answers_under(self, inputs, recipe, decimals=None):
         Q, K, V = _arrays(inputs, "Q", "K", "V")
@@ -310,6 +324,15 @@ class AttentionKind(_AttentionFamily):
                 "tokens and at least one padded one.",
             )
         return super().finish_params(params)
+
+    def params_rules(self):
+        padding_needs_three = {
+            "anyOf": [
+                {"properties": {"mask": {"enum": ["none", "causal"]}}},
+                {"properties": {"n": {"minimum": 3}}},
+            ]
+        }
+        return [*super().params_rules(), padding_needs_three]
 
     def generate(self, params, rng):
         n, d_k, d_v, hi = params["n"], params["d_k"], params["d_v"], params["max_abs"]
@@ -422,6 +445,9 @@ class ProjectionKind(ExerciseKind):
             params.update(n=3, d_model=3, d_k=2, x="one_hot")
         scale_needs_width(params, "d_k")
         return params
+
+    def params_rules(self):
+        return [scale_width_rule("d_k", preset=["lesson"])]
 
     def generate(self, params, rng):
         n, d_model, d_k = params["n"], params["d_model"], params["d_k"]
@@ -681,6 +707,9 @@ class MultiHeadKind(ExerciseKind):
     def finish_params(self, params):
         scale_needs_width(params, "d_head")
         return params
+
+    def params_rules(self):
+        return [scale_width_rule("d_head")]
 
     def generate(self, params, rng):
         n, h, d_head = params["n"], params["heads"], params["d_head"]

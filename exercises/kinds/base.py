@@ -268,6 +268,10 @@ class ExerciseKind:
             "max_attempts": self.max_attempts,
         }
 
+    def params_rules(self) -> list[dict[str, Any]]:
+        """JSON Schema rules across parameters (each must hold), for the OpenAPI document."""
+        return []
+
     def params_json_schema(self) -> dict[str, Any]:
         props = {name: spec.json_schema() for name, spec in self.params.items()}
         props["seed"] = {
@@ -277,7 +281,11 @@ class ExerciseKind:
             "maximum": SEED_MAX,
             "description": SEED_SPEC.help + " Omit it (or send null) and the server picks one.",
         }
-        return {"type": "object", "properties": props, "additionalProperties": False}
+        schema = {"type": "object", "properties": props, "additionalProperties": False}
+        rules = self.params_rules()
+        if rules:
+            schema["allOf"] = rules
+        return schema
 
 
 KINDS: dict[str, ExerciseKind] = {}
