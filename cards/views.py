@@ -405,9 +405,10 @@ def _review_post(request: HttpRequest) -> HttpResponse:
 @require_POST
 def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
     exercise = exercise_views.owned_exercise(request, pk)
-    if exercise.attempts_used >= exercise.max_attempts:
+    closed = exercise_services.closed_error(exercise)
+    if closed is not None:
         # Closed whatever the cells hold, as the API answers 409 before reading the body.
-        messages.warning(request, str(exercise_services.AttemptsExhausted(exercise)))
+        messages.warning(request, str(closed))
         return redirect("exercise-page", pk=exercise.pk)
     answers, typed, problems = exercise_views.parse_answer_cells(exercise.asks, request.POST)
     if not problems:
@@ -417,7 +418,7 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
             )
         except Exercise.DoesNotExist:
             raise Http404("No such exercise.") from None  # purged since the page was read
-        except exercise_services.AttemptsExhausted as exc:
+        except exercise_services.ExerciseClosed as exc:
             messages.warning(request, str(exc))
             return redirect("exercise-page", pk=exercise.pk)
         except AnswerError as exc:

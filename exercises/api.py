@@ -115,6 +115,8 @@ class ExerciseListCreateView(GenericAPIView):
         except UnknownKindError as exc:
             raise ValidationError({"kind": [exc.message]}) from None
         except ParamError as exc:
+            if exc.field == "params":  # about the parameters together, not one of them
+                raise ValidationError({"params": [exc.message]}) from None
             raise ValidationError({"params": {exc.field: [exc.message]}}) from None
         return Response(ExerciseSerializer(exercise).data, status=status.HTTP_201_CREATED)
 
@@ -147,17 +149,23 @@ class ExerciseSubmitView(APIView):
         summary="Submit answers",
         parameters=[ID_PARAM],
         description=(
-            "Checks every part; a cell is right when |given - expected| <= atol + rtol |expected|. "
-            "Each well-formed submission uses one attempt, also after the exercise is solved "
-            "(practice). Malformed answers (NaN, infinity, strings, booleans, a wrong shape, "
-            "an unknown or missing part) are 400 and use no attempt. With every attempt used, "
-            "409. The solution is null until the exercise is solved or out of attempts."
+            "Checks every part; a cell is right when |given - expected| <= atol + rtol |expected| "
+            "(an ask marked `exact` must be that whole number). Each part after the first is "
+            "also checked against what follows from the learner's own earlier parts: right "
+            "earlier parts carry their rounding, and a part right only given wrong earlier "
+            "parts is marked `follows: true` with half credit. The diagnosis names the first "
+            "wrong step only (`first_wrong`). Each well-formed submission uses one attempt. "
+            "Malformed answers (NaN, infinity, strings, booleans, a wrong shape, an unknown or "
+            "missing part) are 400 and use no attempt. A solved exercise, or one with every "
+            "attempt used, takes no more answers: 409. The solution is null until the "
+            "exercise is solved or out of attempts."
         ),
         request=SubmitSerializer,
         responses={
             200: SubmitResultSerializer,
             409: OpenApiResponse(
-                AttemptsExhaustedErrorSerializer, description="Every attempt is used."
+                AttemptsExhaustedErrorSerializer,
+                description="The exercise is solved, or every attempt is used.",
             ),
         },
     )
@@ -177,8 +185,8 @@ class ExerciseSubmitView(APIView):
             raise ValidationError(
                 {"answers": {part: [msg] for part, msg in exc.errors.items()}}
             ) from None
-        except services.AttemptsExhausted as exc:
-            raise AttemptsExhaustedConflict(exc.exercise) from None
+        except services.ExerciseClosed as exc:
+            raise ExerciseClosedConflict(exc) from None
         return outcome.result
 
     def attempt(self, request, exercise_id: int, answers: dict) -> services.SubmitOutcome:
@@ -188,16 +196,15 @@ class ExerciseSubmitView(APIView):
         )
 
 
-class AttemptsExhaustedConflict(ValidationError):
+class ExerciseClosedConflict(ValidationError):
     status_code = status.HTTP_409_CONFLICT
 
-    def __init__(self, exercise: Exercise):
+    def __init__(self, closed: services.ExerciseClosed):
         super().__init__()
+        exercise = closed.exercise
         self.detail = {
-            "detail": (
-                f"All {exercise.max_attempts} attempts of this exercise are used; generate a new "
-                "exercise to keep practising."
-            ),
+            "detail": str(closed),
+            "solved": exercise.solved,
             "attempts": services.attempts_summary(exercise),
             "solution": services.solution_if_revealed(exercise),
         }

@@ -2,14 +2,31 @@
 
 Pure: no Django. A cell is right when ``|given - expected| <= atol + rtol * |expected|``.
 
-Score: the mean over parts of the share of right cells in each part (a number is one
-cell), so a 3×3 matrix with one wrong entry next to two right parts scores
-(8/9 + 1 + 1) / 3. ``correct`` means every cell of every part is right.
+An ask marked ``exact`` (a count, a shape) must be that integer exactly.
 
-Diagnosis: when a part is wrong and the kind declares mistakes (``kind.mistakes``, codes
-of ``MISTAKES``), the part is recomputed the mistaken way (``kind.answers_under``); if
-the learner's answer matches that, within the same tolerance, everywhere, while the
-right answer does not, the mistake is named. It runs only for wrong parts.
+Error carried forward: a part the kind computes from earlier asked parts
+(``kind.follow_on``) is also checked against what follows from the learner's own
+earlier parts. When those earlier parts are right, a cell that follows from them is
+right too, so rounding a step to three decimals never costs a later one. When they are
+wrong and the part follows from them everywhere, the part ``follows``: it earns half
+credit and stays not correct.
+
+Score: the mean over parts of each part's credit, the share of its right cells (a number
+is one cell), at least one half for a part that follows. ``correct`` means every cell of
+every part is right.
+
+Diagnosis: only the first wrong step (the first part that is neither right nor follows)
+is diagnosed. A mistake of the kind (``kind.mistakes``, codes of ``MISTAKES``) is named
+when the mistake changes that step at all and the learner's part matches that step done
+the mistaken way, either from the learner's own earlier parts (``kind.follow_on(...,
+recipe)``) or along the whole mistaken chain from the inputs (``kind.answers_under``)
+whose earlier asked parts match the learner's too. So right weights followed by A^T V
+are never blamed on a softmax down the columns, which would have changed the weights.
+
+``variant_problems`` uses the same marking to decide whether a generated variant tells
+right from wrong: every registered mistake of its kind, done exactly or rounding every
+step to three decimals, must be marked not correct, and the right method rounded that way
+must be marked correct.
 """
 
 from __future__ import annotations
@@ -20,6 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+FOLLOW_CREDIT = 0.5  # the credit of a part that is right given the learner's own earlier parts
 
 
 @dataclass(frozen=True)
@@ -95,13 +114,23 @@ MISTAKES: dict[str, Mistake] = {
         ),
         Mistake(
             "pe_concatenated",
-            "This puts all sines first and all cosines after them: the original encoding "
-            "interleaves them, sine on even dimensions 2i and cosine on odd ones 2i+1.",
-            {"pe_layout": "concatenated"},
+            "This is the lab code's layout, all sines first and all cosines after them: the "
+            "same encoding with the dimensions reordered, not a wrong one. This exercise asks "
+            "for the paper's interleaved layout: sine on even dimensions 2i, cosine on odd "
+            "ones 2i+1.",
+            {"pe_layout": "sines_then_cosines"},
+        ),
+        Mistake(
+            "pe_interleaved",
+            "This is the paper's interleaved layout, sine on even dimensions and cosine on odd "
+            "ones: the same encoding with the dimensions reordered, not a wrong one. This "
+            "exercise asks for the lab code's layout: all sines first, then all cosines.",
+            {"pe_layout": "interleaved"},
         ),
         Mistake(
             "pe_sin_cos_swapped",
-            "This swaps sine and cosine: even dimensions take the sine, odd ones the cosine.",
+            "This swaps sine and cosine: in the layout asked, the sine of each angle comes "
+            "before its cosine.",
             {"pe_layout": "swapped"},
         ),
         Mistake(
@@ -112,8 +141,9 @@ MISTAKES: dict[str, Mistake] = {
         ),
         Mistake(
             "divided_by_d_k",
-            "This divides the scores by d_k; the scale is 1/sqrt(d_k).",
-            {"scaling": "d_k"},
+            "This matches dividing the scores by d_k: the scale is 1/sqrt(d_k), which keeps "
+            "the scores' variance at 1 instead of shrinking it to 1/d_k.",
+            {"scale": "d_k"},
         ),
         Mistake(
             "scale_swapped",
@@ -130,6 +160,12 @@ MISTAKES: dict[str, Mistake] = {
             "share_qk_only",
             "This counts only Q K^T in the n×n part: A V costs another n² d multiply-adds.",
             {"cost": "qk_only"},
+        ),
+        Mistake(
+            "params_with_biases",
+            "This adds the biases: the question counts the weight matrices only, 4 d_model² "
+            "for W_Q, W_K, W_V, W_O and 8 d_model² for the feed-forward network.",
+            {"cost": "biases"},
         ),
     )
 }
@@ -151,9 +187,24 @@ class PartResult:
     right_cells: int
     cells: int
     diagnosis: list[str] = field(default_factory=list)
+    follows: bool = False
+    follows_from: str | None = None
+
+    @property
+    def credit(self) -> float:
+        share = self.right_cells / self.cells if self.cells else 0.0
+        return max(share, FOLLOW_CREDIT) if self.follows else share
 
     def as_dict(self) -> dict[str, Any]:
-        return {"correct": self.correct, "wrong_cells": self.wrong_cells, "message": self.message}
+        out = {
+            "correct": self.correct,
+            "wrong_cells": self.wrong_cells,
+            "message": self.message,
+            "follows": self.follows,
+        }
+        if self.follows:
+            out["follows_from"] = self.follows_from
+        return out
 
 
 @dataclass
@@ -162,6 +213,7 @@ class CheckResult:
     score: float
     parts: dict[str, PartResult]
     diagnosis: list[dict[str, Any]]
+    first_wrong: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -169,6 +221,7 @@ class CheckResult:
             "score": self.score,
             "parts": {name: part.as_dict() for name, part in self.parts.items()},
             "diagnosis": self.diagnosis,
+            "first_wrong": self.first_wrong,
         }
 
 
@@ -274,6 +327,179 @@ def _within(given: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -
     return np.abs(given - expected) <= atol + rtol * np.abs(expected)
 
 
+def _exact_int(value: Any) -> int | None:
+    if isinstance(value, bool | np.bool_):
+        return None
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if (
+        isinstance(value, float | np.floating)
+        and math.isfinite(value)
+        and float(value).is_integer()
+    ):
+        return int(value)
+    return None
+
+
+@np.errstate(invalid="ignore", over="ignore")
+def _cells_ok(
+    given: Any, expected: Any, *, exact: bool, rtol: float, atol: float, slack: Any = 0.0
+) -> np.ndarray:
+    """Per cell: is ``given`` right against ``expected``? Exact asks compare whole numbers."""
+    if exact:
+        g = np.asarray(given, dtype=object)
+        e = np.asarray(expected, dtype=object)
+        if g.shape != e.shape:
+            return np.zeros(e.shape, dtype=bool)
+        flat = [
+            _exact_int(a) is not None and _exact_int(a) == _exact_int(b)
+            for a, b in zip(g.ravel().tolist(), e.ravel().tolist(), strict=True)
+        ]
+        return np.array(flat, dtype=bool).reshape(e.shape)
+    g = np.asarray(given, dtype=float)
+    e = np.asarray(expected, dtype=float)
+    if g.shape != e.shape:
+        return np.zeros(e.shape, dtype=bool)
+    return np.abs(g - e) <= atol + rtol * np.abs(e) + slack
+
+
+def _resolve_kind(kind: Any) -> Any:
+    if isinstance(kind, str):
+        from exercises.kinds import KINDS
+
+        return KINDS.get(kind)
+    return kind
+
+
+# A learner's numbers can be anything finite: a kind's recomputation may then fail. That
+# only means nothing follows from them; it is never an error.
+_RECOMPUTE_ERRORS = (ValueError, KeyError, TypeError, IndexError, ZeroDivisionError, OverflowError)
+
+
+def _follow_on(kind, inputs, given, recipe=None) -> dict[str, Any]:
+    if kind is None or inputs is None:
+        return {}
+    try:
+        with np.errstate(all="ignore"):
+            return kind.follow_on(inputs, given, recipe)
+    except _RECOMPUTE_ERRORS:
+        return {}
+
+
+def _wrong_message(exact: bool, shape, cells: int, right: int) -> str:
+    if exact:
+        if shape:
+            return f"{cells - right} of {cells} entries are not the exact whole number expected."
+        return "Not the exact whole number expected."
+    if shape:
+        return f"{cells - right} of {cells} entries are outside the tolerance."
+    return "Not within the tolerance of the expected value."
+
+
+def mark(
+    *,
+    asks: Sequence[Mapping[str, Any]],
+    solution: Mapping[str, Any],
+    given: Mapping[str, Any],
+    rtol: float,
+    atol: float,
+    inputs: Mapping[str, Any] | None = None,
+    kind: Any = None,
+) -> tuple[dict[str, PartResult], str | None]:
+    """Per-part verdicts of well-formed answers, and the first wrong step (None when right).
+
+    ``given`` maps each asked part to an array of its shape (exact parts may hold Python
+    integers, which stay exact beyond a float's 2**53).
+    """
+    kind = _resolve_kind(kind)
+    floats = {name: np.asarray(value, dtype=float) for name, value in given.items()}
+    follows = _follow_on(kind, inputs, floats)
+    parts: dict[str, PartResult] = {}
+    first_wrong: str | None = None
+    for ask in asks:
+        name, shape, exact = ask["name"], ask["shape"], bool(ask.get("exact"))
+        ok = _cells_ok(given[name], solution[name], exact=exact, rtol=rtol, atol=atol)
+        follow = follows.get(name)
+        follows_part = False
+        if not ok.all() and follow is not None and all(u in parts for u in follow.uses):
+            own = _cells_ok(
+                given[name], follow.value, exact=exact, rtol=rtol, atol=atol, slack=follow.slack
+            )
+            if all(parts[u].correct for u in follow.uses):
+                ok = ok | own  # right from right earlier parts: their rounding is carried
+            elif own.all():
+                follows_part = True
+        cells = ok.size
+        right = int(ok.sum())
+        if right == cells:
+            parts[name] = PartResult(True, [], "Correct.", right, cells)
+            continue
+        wrong_cells = [[]] if not shape else np.argwhere(~ok).tolist()
+        if follows_part:
+            message = (
+                f"Wrong against the expected answer, but it follows from {follow.words}: "
+                "right given your own earlier step, half credit."
+            )
+            parts[name] = PartResult(
+                False, wrong_cells, message, right, cells, follows=True, follows_from=follow.words
+            )
+            continue
+        parts[name] = PartResult(
+            False, wrong_cells, _wrong_message(exact, shape, cells, right), right, cells
+        )
+        if first_wrong is None:
+            first_wrong = name
+    return parts, first_wrong
+
+
+def check_given(
+    *,
+    asks: Sequence[Mapping[str, Any]],
+    solution: Mapping[str, Any],
+    given: Mapping[str, Any],
+    rtol: float,
+    atol: float,
+    inputs: Mapping[str, Any] | None = None,
+    kind: Any = None,
+    diagnose: bool = True,
+) -> CheckResult:
+    """Mark well-formed answers, try the whole answers the prompt also allows, diagnose."""
+    kind = _resolve_kind(kind)
+    parts, first_wrong = mark(
+        asks=asks, solution=solution, given=given, rtol=rtol, atol=atol, inputs=inputs, kind=kind
+    )
+    if first_wrong is not None and kind is not None and inputs is not None:
+        for label, other in kind.accepted_alternatives(inputs):
+            alt_parts, alt_wrong = mark(
+                asks=asks,
+                solution=other,
+                given=given,
+                rtol=rtol,
+                atol=atol,
+                inputs=inputs,
+                kind=kind,
+            )
+            if all(p.correct for p in alt_parts.values()):
+                for part in alt_parts.values():
+                    part.message = f"Correct: {label}."
+                parts, first_wrong = alt_parts, None
+                break
+    correct = all(p.correct for p in parts.values())
+    diagnosis: list[dict[str, Any]] = []
+    if diagnose and first_wrong is not None and kind is not None and inputs is not None:
+        diagnosis = _diagnose(kind, inputs, asks, solution, given, parts, first_wrong, rtol, atol)
+        part = parts[first_wrong]
+        part.message = f"{part.message} This is the first wrong step."
+    score = sum(p.credit for p in parts.values()) / len(parts) if parts else 0.0
+    return CheckResult(
+        correct=correct,
+        score=round(score, 4),
+        parts=parts,
+        diagnosis=diagnosis,
+        first_wrong=first_wrong,
+    )
+
+
 def check_answers(
     *,
     asks: Sequence[Mapping[str, Any]],
@@ -286,67 +512,123 @@ def check_answers(
 ) -> CheckResult:
     """Check ``answers`` (part -> JSON value); raises ``AnswerError`` when malformed.
 
-    ``kind`` (an ``ExerciseKind`` or its name) and ``inputs`` enable the diagnosis.
+    ``kind`` (an ``ExerciseKind`` or its name) and ``inputs`` enable error carried
+    forward, accepted alternatives and the diagnosis.
     """
-    given = validate_answers(asks, answers)
-    parts: dict[str, PartResult] = {}
-    wrong: list[str] = []
-    expected_by_part: dict[str, np.ndarray] = {}
+    given: dict[str, Any] = dict(validate_answers(asks, answers))
     for ask in asks:
-        name, shape = ask["name"], ask["shape"]
-        expected = np.asarray(solution[name], dtype=float)
-        ok = _within(given[name], expected, rtol, atol)
-        cells = ok.size
-        right = int(ok.sum())
-        if right == cells:
-            parts[name] = PartResult(True, [], "Correct.", right, cells)
-            continue
-        wrong_cells = [[]] if not shape else np.argwhere(~ok).tolist()
-        if shape:
-            message = f"{cells - right} of {cells} entries are outside the tolerance."
-        else:
-            message = "Not within the tolerance of the expected value."
-        parts[name] = PartResult(False, wrong_cells, message, right, cells)
-        wrong.append(name)
-        expected_by_part[name] = expected
-    diagnosis: list[dict[str, Any]] = []
-    if wrong and kind is not None and inputs is not None:
-        diagnosis = _diagnose(kind, inputs, wrong, given, expected_by_part, parts, rtol, atol)
-    score = sum(p.right_cells / p.cells for p in parts.values()) / len(parts) if parts else 0.0
-    return CheckResult(correct=not wrong, score=round(score, 4), parts=parts, diagnosis=diagnosis)
+        if ask.get("exact"):
+            # The JSON value itself: a count beyond 2**53 stays exact.
+            given[ask["name"]] = np.asarray(answers[ask["name"]], dtype=object)
+    return check_given(
+        asks=asks, solution=solution, given=given, rtol=rtol, atol=atol, inputs=inputs, kind=kind
+    )
 
 
-def _diagnose(kind, inputs, wrong, given, expected_by_part, parts, rtol, atol):
-    if isinstance(kind, str):
-        from exercises.kinds import KINDS
+def _diagnose(kind, inputs, asks, solution, given, parts, step, rtol, atol):
+    """The kind's mistakes that explain the first wrong step ``step``.
 
-        kind = KINDS.get(kind)
-        if kind is None:
-            return []
-    found: dict[str, dict[str, Any]] = {}
+    A mistake explains it when the learner's part matches that step done the mistaken way
+    (a) from the learner's own earlier parts, or (b) from the inputs along the whole
+    mistaken chain whose earlier asked parts also match the learner's; and the mistake
+    changes the step at all.
+    """
+    exact_of = {a["name"]: bool(a.get("exact")) for a in asks}
+    exact = exact_of[step]
+    earlier = [a["name"] for a in asks][: [a["name"] for a in asks].index(step)]
+    floats = {name: np.asarray(value, dtype=float) for name, value in given.items()}
+    right_follow = _follow_on(kind, inputs, floats).get(step)
+
+    def matches(alt, slack=0.0) -> bool:
+        return bool(
+            _cells_ok(given[step], alt, exact=exact, rtol=rtol, atol=atol, slack=slack).all()
+        )
+
+    found: list[dict[str, Any]] = []
     for code in kind.mistakes:
         mistake = MISTAKES[code]
-        try:
-            variant = kind.answers_under(inputs, mistake.recipe)
-        except (ValueError, KeyError, TypeError, ZeroDivisionError):
-            # Inputs the mistaken computation cannot handle: no diagnosis, never an error.
-            variant = None
-        if not variant:
-            continue
-        for name in wrong:
-            if name not in variant:
-                continue
-            alt = np.asarray(variant[name], dtype=float)
-            expected = expected_by_part[name]
-            if alt.shape != expected.shape or not np.isfinite(alt).all():
-                continue
-            # Indistinguishable from the right answer: this mistake cannot explain a wrong one.
-            if _within(alt, expected, rtol, atol).all():
-                continue
-            if _within(given[name], alt, rtol, atol).all():
-                entry = found.setdefault(code, {"code": code, "parts": [], "text": mistake.text})
-                entry["parts"].append(name)
-                part = parts[name]
-                part.diagnosis.append(code)
-                part.message = f"{part.message} {mistake.text}"
-    return list(found.values())
+        explained = False
+        follow = _follow_on(kind, inputs, floats, mistake.recipe).get(step)
+        if (
+            follow is not None
+            and right_follow is not None
+            and all(parts.get(u) and parts[u].correct for u in follow.uses)
+            and not _cells_ok(
+                follow.value, right_follow.value, exact=exact, rtol=rtol, atol=atol
+            ).all()
+        ):
+            explained = matches(follow.value, follow.slack)
+        if not explained:
+            try:
+                with np.errstate(all="ignore"):
+                    chain = kind.answers_under(inputs, mistake.recipe)
+            except _RECOMPUTE_ERRORS:
+                chain = None
+            explained = bool(
+                chain
+                and step in chain
+                and not _cells_ok(
+                    chain[step], solution[step], exact=exact, rtol=rtol, atol=atol
+                ).all()
+                and all(
+                    _cells_ok(given[n], chain[n], exact=exact_of[n], rtol=rtol, atol=atol).all()
+                    for n in earlier
+                    if n in chain
+                )
+                and matches(chain[step])
+            )
+        if explained:
+            found.append({"code": code, "parts": [step], "text": mistake.text})
+            parts[step].diagnosis.append(code)
+    return found
+
+
+# --- Does a variant tell right from wrong? ---------------------------------------------
+
+
+def variant_problems(kind: Any, generated: Any, decimals: int = 3) -> list[str]:
+    """Why ``generated`` may not be offered; empty when it tells right from wrong.
+
+    It is degenerate, or the right method with every step rounded to ``decimals`` is not
+    accepted, or some registered mistake of the kind, done exactly or rounding that way, is.
+    """
+    kind = _resolve_kind(kind)
+    reason = kind.degenerate(generated)
+    if reason:
+        return [reason]
+    problems = []
+    right = kind.answers_under(generated.inputs, {}, decimals)
+    if not accepted(kind, generated, right):
+        problems.append(f"the right method rounded to {decimals} decimals is rejected")
+    for code in kind.mistakes:
+        for step_decimals in (None, decimals):
+            answers = kind.answers_under(generated.inputs, MISTAKES[code].recipe, step_decimals)
+            if answers is None:
+                break  # the mistake cannot be made on these inputs
+            if accepted(kind, generated, answers):
+                problems.append(f"{code} is accepted")
+                break
+    return problems
+
+
+def accepted(kind: Any, generated: Any, answers: Mapping[str, Any]) -> bool:
+    """Would these answers (a value per asked part) be marked correct?"""
+    given = {}
+    for ask in generated.asks:
+        value = answers[ask["name"]]
+        given[ask["name"]] = (
+            np.asarray(value, dtype=object) if ask.get("exact") else np.asarray(value, dtype=float)
+        )
+        if not ask.get("exact") and not np.isfinite(given[ask["name"]]).all():
+            return False
+    result = check_given(
+        asks=generated.asks,
+        solution=generated.solution,
+        given=given,
+        rtol=generated.rtol,
+        atol=generated.atol,
+        inputs=generated.inputs,
+        kind=kind,
+        diagnose=False,
+    )
+    return result.correct

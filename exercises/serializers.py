@@ -284,6 +284,10 @@ class ExerciseCreateSchema(OpenApiSerializerExtension):
 class AskSerializer(serializers.Serializer):
     name = serializers.CharField()
     shape = serializers.ListField(child=serializers.IntegerField(min_value=1), max_length=2)
+    exact = serializers.BooleanField(
+        required=False,
+        help_text="Present and true for a whole number checked exactly (a count, a shape).",
+    )
 
 
 class ToleranceSerializer(serializers.Serializer):
@@ -300,7 +304,12 @@ class AttemptsSerializer(serializers.Serializer):
 class ExerciseSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
-    params = serializers.DictField(help_text="Normalised parameters, including the seed.")
+    params = serializers.DictField(
+        help_text=(
+            "Normalised parameters, including the seed of a practice exercise. An exercise "
+            "handed out by reviews/due/ has a private seed: params carries none."
+        )
+    )
     prompt = serializers.CharField(help_text="Markdown with $...$ math.")
     inputs = serializers.DictField(
         help_text="Plain JSON numbers and lists; masks are boolean matrices, true = blocked."
@@ -359,6 +368,15 @@ class PartResultSerializer(serializers.Serializer):
         help_text="[row, col] in a matrix, [i] in a vector; a wrong number is [[]].",
     )
     message = serializers.CharField()
+    follows = serializers.BooleanField(
+        help_text=(
+            "True when the part is wrong against the right answer but right given the "
+            "learner's own earlier parts (error carried forward): half credit, not correct."
+        )
+    )
+    follows_from = serializers.CharField(
+        required=False, help_text='With follows: which earlier parts, e.g. "your scores".'
+    )
 
 
 class DiagnosisSerializer(serializers.Serializer):
@@ -369,9 +387,20 @@ class DiagnosisSerializer(serializers.Serializer):
 
 class SubmitResultSerializer(serializers.Serializer):
     correct = serializers.BooleanField()
-    score = serializers.FloatField(help_text="Mean over parts of the share of right cells.")
+    score = serializers.FloatField(
+        help_text=(
+            "Mean over parts of each part's credit: the share of its right cells, at least "
+            "one half for a part that follows from the learner's own earlier parts."
+        )
+    )
     parts = serializers.DictField(child=PartResultSerializer())
-    diagnosis = DiagnosisSerializer(many=True)
+    diagnosis = DiagnosisSerializer(
+        many=True, help_text="Known mistakes that explain the first wrong step (only that step)."
+    )
+    first_wrong = serializers.CharField(
+        allow_null=True,
+        help_text="The first part that is neither right nor follows from earlier ones; null when right.",
+    )
     attempts = AttemptsSerializer()
     attempt = serializers.IntegerField(help_text="This attempt's number, from 1.")
     solved = serializers.BooleanField()
@@ -410,7 +439,8 @@ class ExerciseKindSerializer(serializers.Serializer):
 
 
 class AttemptsExhaustedErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
+    detail = serializers.CharField(help_text="Why the exercise takes no more answers.")
+    solved = serializers.BooleanField()
     attempts = AttemptsSerializer()
     solution = serializers.DictField(allow_null=True)
 

@@ -1,12 +1,16 @@
 """Writes of exercises: create a variant, submit an attempt, purge stale variants.
 
 Attempts. An exercise allows ``max_attempts`` submissions (3 unless its kind says
-otherwise). Every well-formed submission uses one, whether or not the exercise is
-already solved: after a correct answer the learner may keep practising on the same
-variant (PrairieLearn-style) until the attempts are used up; ``solved`` never goes
-back to false. Once every attempt is used a further submission is refused
-(``AttemptsExhausted``, answered 409). Malformed answers raise ``AnswerError`` and
-use no attempt. The solution is revealed once the exercise is solved or out of attempts.
+otherwise); every well-formed submission uses one. A solved exercise is closed: it takes
+no further submission (``AlreadySolved``), and neither does one whose attempts are used
+(``AttemptsExhausted``); both are ``ExerciseClosed``, answered 409. Malformed answers
+raise ``AnswerError`` and use no attempt. The solution is revealed once the exercise is
+solved or out of attempts.
+
+Seeds. A practice exercise stores its seed in ``params.seed``, so the learner can make
+it again. An exercise bound to a review (``bound=True``) keeps its server-chosen seed
+private (only ``Exercise.seed``, never in ``params``) and is drawn from a stream of its
+own (``exercises.variants``), so no practice exercise reproduces it.
 """
 
 from __future__ import annotations
@@ -25,17 +29,46 @@ from exercises.checking import check_answers
 from exercises.kinds import SEED_MAX, ParamError, get_kind
 from exercises.models import Attempt, Exercise
 from exercises.selectors import exercise_for_owner
+from exercises.variants import draw_variant
 
 
-class AttemptsExhausted(Exception):
+class ExerciseClosed(Exception):
+    """The exercise takes no more submissions; ``str()`` says why and what to do."""
+
+    def __init__(self, exercise: Exercise, message: str):
+        super().__init__(message)
+        self.exercise = exercise
+
+
+class AttemptsExhausted(ExerciseClosed):
     """Every attempt of the exercise is used."""
 
     def __init__(self, exercise: Exercise):
         super().__init__(
+            exercise,
             f"All {exercise.max_attempts} attempts of this exercise are used; "
-            "generate a new exercise to keep practising."
+            "generate a new exercise to keep practising.",
         )
-        self.exercise = exercise
+
+
+class AlreadySolved(ExerciseClosed):
+    """The exercise is solved: its solution is shown, so further answers would prove nothing."""
+
+    def __init__(self, exercise: Exercise):
+        super().__init__(
+            exercise,
+            "This exercise is already solved and takes no more answers; generate a new "
+            "exercise to keep practising.",
+        )
+
+
+def closed_error(exercise: Exercise) -> ExerciseClosed | None:
+    """Why ``exercise`` takes no more submissions, or None while it is open."""
+    if exercise.solved:
+        return AlreadySolved(exercise)
+    if exercise.attempts_used >= exercise.max_attempts:
+        return AttemptsExhausted(exercise)
+    return None
 
 
 @dataclass
@@ -60,29 +93,41 @@ def solution_if_revealed(exercise: Exercise) -> dict[str, Any] | None:
     return None
 
 
-def exercise_create(
-    *, owner, kind: str, params: dict[str, Any] | None, seed: int | None = None
+def exercise_build(
+    *,
+    owner,
+    kind: str,
+    params: dict[str, Any] | None,
+    seed: int | None = None,
+    bound: bool = False,
 ) -> Exercise:
-    """Generate and store one variant.
+    """Generate one variant that tells right from wrong, unsaved.
 
     The seed is ``seed`` when given, else ``params["seed"]``, else chosen by the server;
-    the stored parameters always carry it, so the variant can be regenerated.
-    Raises ``UnknownKindError`` or ``ParamError``.
+    the stored parameters carry it, so the variant can be made again. With ``bound`` (an
+    exercise handed out for a review) the server always chooses the seed, keeps it out of
+    the stored parameters and draws from the bound stream. Raises ``UnknownKindError`` or
+    ``ParamError``.
     """
     exercise_kind = get_kind(kind)
     normalized = exercise_kind.normalize_params(params)
-    if seed is not None:
-        if type(seed) is not int or not 0 <= seed <= SEED_MAX:
-            raise ParamError("seed", f"Expected an integer from 0 to {SEED_MAX}, got {seed!r}.")
-        normalized["seed"] = seed
-    elif normalized.get("seed") is None:
-        normalized["seed"] = secrets.randbelow(SEED_MAX + 1)
-    generated = exercise_kind.generate(normalized, np.random.default_rng(normalized["seed"]))
-    return Exercise.objects.create(
+    if bound:
+        normalized.pop("seed", None)
+        chosen = secrets.randbelow(SEED_MAX + 1)
+    else:
+        if seed is not None:
+            if type(seed) is not int or not 0 <= seed <= SEED_MAX:
+                raise ParamError("seed", f"Expected an integer from 0 to {SEED_MAX}, got {seed!r}.")
+            normalized["seed"] = seed
+        elif normalized.get("seed") is None:
+            normalized["seed"] = secrets.randbelow(SEED_MAX + 1)
+        chosen = normalized["seed"]
+    generated = draw_variant(exercise_kind, normalized, chosen, bound=bound)
+    return Exercise(
         owner=owner,
         kind=exercise_kind.name,
         params=normalized,
-        seed=normalized["seed"],
+        seed=chosen,
         prompt=generated.prompt,
         inputs=generated.inputs,
         asks=generated.asks,
@@ -93,16 +138,32 @@ def exercise_create(
     )
 
 
+def exercise_create(
+    *,
+    owner,
+    kind: str,
+    params: dict[str, Any] | None,
+    seed: int | None = None,
+    bound: bool = False,
+) -> Exercise:
+    """Generate and store one variant (see ``exercise_build``)."""
+    exercise = exercise_build(owner=owner, kind=kind, params=params, seed=seed, bound=bound)
+    exercise.save(force_insert=True)
+    return exercise
+
+
 def attempt_submit(*, owner, exercise_id: int, answers: Any, at: datetime) -> SubmitOutcome:
     """Check ``answers`` and record the attempt.
 
     Raises ``Exercise.DoesNotExist`` (not the owner's), ``AnswerError`` (malformed, no
-    attempt used) or ``AttemptsExhausted``. Race-safe: the attempt is claimed with a
-    conditional UPDATE, so concurrent submissions never exceed ``max_attempts``.
+    attempt used) or ``ExerciseClosed`` (solved, or every attempt used). Race-safe: the
+    attempt is claimed with a conditional UPDATE on an open exercise, so concurrent
+    submissions never exceed ``max_attempts`` nor add to a solved exercise.
     """
     exercise = exercise_for_owner(owner=owner, exercise_id=exercise_id)
-    if exercise.attempts_used >= exercise.max_attempts:
-        raise AttemptsExhausted(exercise)
+    closed = closed_error(exercise)
+    if closed is not None:
+        raise closed
     checked = check_answers(
         asks=exercise.asks,
         solution=exercise.solution,
@@ -117,10 +178,11 @@ def attempt_submit(*, owner, exercise_id: int, answers: Any, at: datetime) -> Su
         changes["solved"] = True
     with transaction.atomic():
         claimed = Exercise.objects.filter(
-            pk=exercise.pk, attempts_used__lt=F("max_attempts")
+            pk=exercise.pk, solved=False, attempts_used__lt=F("max_attempts")
         ).update(**changes)
         if not claimed:
-            raise AttemptsExhausted(exercise)
+            exercise.refresh_from_db(fields=["attempts_used", "solved"])
+            raise closed_error(exercise) or AttemptsExhausted(exercise)
         # The UPDATE holds the row until commit, so this reads our own increment.
         exercise.refresh_from_db(fields=["attempts_used", "solved", "last_attempt_at"])
         result = checked.as_dict()

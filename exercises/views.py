@@ -47,11 +47,17 @@ def cell_words(part: str, index: tuple[int, ...]) -> str:
 MAX_CELL_CHARS = 64  # far more than any hand-typed number needs
 
 
-def parse_number(text: str) -> float | None:
-    """A typed number; a comma decimal and the minus sign U+2212 are accepted."""
+def parse_number(text: str) -> float | int | None:
+    """A typed number; a comma decimal and the minus sign U+2212 are accepted.
+
+    A whole number typed without a point stays an ``int``, so a count is checked exactly
+    however large it is.
+    """
     cleaned = text.strip().replace("−", "-").replace(",", ".")
     if len(cleaned) > MAX_CELL_CHARS:
         return None  # never read a prefix of an over-long entry as the number meant
+    if cleaned.lstrip("+-").isdigit() and cleaned.isascii():
+        return int(cleaned)
     try:
         value = float(cleaned)
     except ValueError:
@@ -171,12 +177,19 @@ def exercise_context(
             values = last.answers.get(name)
         else:
             values = None
+        # Each diagnosis once, at its (first) step.
+        diagnosis = [
+            d for d in (result or {}).get("diagnosis", []) if d.get("parts", [None])[0] == name
+        ]
         parts.append(
             {
                 "name": name,
                 "shape": ask["shape"],
                 "values": values,
                 "verdict": verdict,
+                "follows": bool((verdict or {}).get("follows")),
+                "follows_from": (verdict or {}).get("follows_from") or "your earlier answers",
+                "diagnosis": diagnosis if not problems else [],
                 "wrong_cells": (verdict or {}).get("wrong_cells", []),
                 "problems": (problems or {}).get(name, []),
                 "invalid_cells": (invalid or {}).get(name, []),
@@ -194,6 +207,7 @@ def exercise_context(
             weights_map = {"matrix": weights, "caption": caption}
             break
     remaining = max(exercise.max_attempts - exercise.attempts_used, 0)
+    closed = services.closed_error(exercise)
     return {
         "exercise": exercise,
         "kind": KINDS.get(exercise.kind),
@@ -203,7 +217,7 @@ def exercise_context(
         "problems": problems or {},
         "solution": solution,
         "remaining": remaining,
-        "closed": remaining == 0,
+        "closed": closed is not None,
         "weights_map": weights_map,
         "labels": labels,
         "submit_url": submit_url,

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from django.db import connection, transaction
 
-from exercises.kinds import SEED_MAX, ParamError, UnknownKindError, get_kind
+from exercises.kinds import ParamError, UnknownKindError
 from exercises.models import Exercise
-from exercises.services import SubmitOutcome, attempt_submit
+from exercises.services import SubmitOutcome, attempt_submit, exercise_build
 
 from .. import selectors
 from ..metrics import EXERCISE_CHECKS
@@ -48,24 +46,8 @@ class DueExercise:
 
 
 def _exercise_build(*, owner, kind: str, params: dict[str, Any]) -> Exercise:
-    """An unsaved variant with a server-chosen seed, as ``exercise_create`` makes one."""
-    exercise_kind = get_kind(kind)
-    normalized = exercise_kind.normalize_params(params)
-    normalized["seed"] = secrets.randbelow(SEED_MAX + 1)
-    generated = exercise_kind.generate(normalized, np.random.default_rng(normalized["seed"]))
-    return Exercise(
-        owner=owner,
-        kind=exercise_kind.name,
-        params=normalized,
-        seed=normalized["seed"],
-        prompt=generated.prompt,
-        inputs=generated.inputs,
-        asks=generated.asks,
-        solution=generated.solution,
-        rtol=generated.rtol,
-        atol=generated.atol,
-        max_attempts=generated.max_attempts,
-    )
+    """An unsaved review-bound variant: server-chosen seed, kept out of its parameters."""
+    return exercise_build(owner=owner, kind=kind, params=params, bound=True)
 
 
 def _insert_values(model, objs) -> tuple[str, str, list]:

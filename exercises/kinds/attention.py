@@ -13,8 +13,12 @@ import numpy as np
 
 from exercises import engine
 from exercises.kinds.base import (
+    ROUNDING_RULE,
+    STEP_DECIMALS,
     ExerciseKind,
+    Follow,
     Generated,
+    ParamError,
     ParamSpec,
     as_json,
     register,
@@ -41,6 +45,7 @@ ATTENTION_MISTAKES = (
     "scores_transposed",
     "k_not_transposed",
     "weights_transposed_in_output",
+    "divided_by_d_k",
 )
 
 
@@ -55,6 +60,90 @@ def trailing_padding(n_q: int, n_k: int, n_pad: int) -> np.ndarray:
     return mask
 
 
+def _r(a: np.ndarray, decimals: int | None) -> np.ndarray:
+    return a if decimals is None else np.round(a, decimals)
+
+
+def scores_by_recipe(
+    Q: np.ndarray,
+    K: np.ndarray,
+    scale: bool,
+    recipe: Mapping[str, Any],
+    d_model: int | None = None,
+) -> np.ndarray | None:
+    """# (n_q, d_k), (n_k, d_k) -> (n_q, n_k): the scores before masking, as ``recipe`` says.
+
+    Recipe keys: ``scores`` ("k_q": K Q^T, "q_k": Q K without transpose) and ``scale``
+    ("none", "d_k": divided by d_k, "sqrt_d_model"). None when the mistake cannot be
+    made with these shapes or would change nothing (no scale to forget, d_k = 1).
+    """
+    n_q, d_k = Q.shape
+    n_k = K.shape[0]
+    how = recipe.get("scale")
+    if how is None:
+        how = "sqrt_dk" if scale else "none"
+    elif not scale:
+        return None  # every scale mistake needs an exercise that scales
+    elif how == "d_k" and d_k == 1 or how == "sqrt_d_model" and (not d_model or d_model == d_k):
+        return None
+    order = recipe.get("scores")
+    if order == "k_q":
+        if n_q != n_k:
+            return None
+        raw = K @ Q.T
+    elif order == "q_k":
+        if n_k != d_k:
+            return None
+        raw = Q @ K
+    else:
+        raw = Q @ K.T
+    if how == "sqrt_dk":
+        return raw / np.sqrt(d_k)
+    if how == "d_k":
+        return raw / d_k
+    if how == "sqrt_d_model":
+        return raw / np.sqrt(d_model)
+    return raw
+
+
+@np.errstate(over="ignore", under="ignore", invalid="ignore")
+def weights_by_recipe(
+    scores: np.ndarray, mask: np.ndarray, recipe: Mapping[str, Any]
+) -> np.ndarray | None:
+    """# (n_q, n_k) scores, (n_q, n_k) bool -> (n_q, n_k) weights, as ``recipe`` says.
+
+    Recipe keys: ``mask`` ("ignored", "zero_after": blocked weights zeroed after the
+    softmax, "zero_score": blocked scores set to 0) and ``softmax_axis`` (0 = down each
+    column). None when the mistake cannot be made (no mask to forget; a softmax down a
+    column that every query blocks).
+    """
+    mode = recipe.get("mask", "before")
+    if mode != "before" and not mask.any():
+        return None
+    if mode == "before":
+        z = np.where(mask, -np.inf, scores)
+    elif mode == "zero_score":
+        z = np.where(mask, 0.0, scores)
+    else:
+        z = scores
+    try:
+        weights = engine.softmax(z, axis=recipe.get("softmax_axis", -1))
+    except ValueError:
+        return None
+    if mode == "zero_after":
+        weights = np.where(mask, 0.0, weights)
+    return weights
+
+
+def mix_by_recipe(weights: np.ndarray, V: np.ndarray, recipe: Mapping[str, Any]):
+    """# (n_q, n_k), (n_k, d_v) -> (n_q, d_v); ``mix`` "a_t_v" is A^T V (square A only)."""
+    if recipe.get("mix") == "a_t_v":
+        if weights.shape[0] != weights.shape[1]:
+            return None
+        return weights.T @ V
+    return weights @ V
+
+
 def attention_by_recipe(
     Q: np.ndarray,
     K: np.ndarray,
@@ -63,49 +152,67 @@ def attention_by_recipe(
     scale: bool,
     recipe: Mapping[str, Any],
     d_model: int | None = None,
+    decimals: int | None = None,
 ) -> dict[str, np.ndarray] | None:
     """One head computed the way ``recipe`` says; the empty recipe is the right way.
 
     # (n, d_k), (n, d_k), (n, d_v), (n, n) bool -> scores (n, n), weights (n, n), output (n, d_v)
-    Recipe keys: ``scores`` ("k_q": K Q^T, "q_k": Q K without transpose), ``scale``
-    ("none", "sqrt_d_model"), ``mask`` ("ignored", "zero_after", "zero_score"),
-    ``softmax_axis`` (0 = over queries), ``mix`` ("a_t_v": A^T V). Returns None when
-    the mistake cannot be made with these shapes.
+    ``decimals`` rounds the scores, the weights and the output as hand work writes them.
+    Returns None when the mistake cannot be made with these inputs.
     """
-    order = recipe.get("scores")
-    if order == "k_q":
-        raw = K @ Q.T
-    elif order == "q_k":
-        if K.shape[0] != Q.shape[1] or K.shape[1] != K.shape[0]:
-            return None
-        raw = Q @ K
-    else:
-        raw = Q @ K.T
-    how = recipe.get("scale", "sqrt_dk" if scale else "none")
-    if how == "sqrt_dk":
-        scores = raw / np.sqrt(Q.shape[1])
-    elif how == "sqrt_d_model":
-        if not d_model:
-            return None
-        scores = raw / np.sqrt(d_model)
-    else:
-        scores = raw
-    mask_mode = recipe.get("mask", "before")
-    if mask_mode == "before":
-        z = np.where(mask, -np.inf, scores)
-    elif mask_mode == "zero_score":
-        z = np.where(mask, 0.0, scores)
-    else:
-        z = scores
-    try:
-        weights = engine.softmax(z, axis=recipe.get("softmax_axis", -1))
-    except ValueError:
-        # e.g. a softmax over queries meets a key column that every query blocks.
+    scores = scores_by_recipe(Q, K, scale, recipe, d_model)
+    if scores is None:
         return None
-    if mask_mode == "zero_after":
-        weights = np.where(mask, 0.0, weights)
-    output = weights.T @ V if recipe.get("mix") == "a_t_v" else weights @ V
-    return {"scores": scores, "weights": weights, "output": output}
+    scores = _r(scores, decimals)
+    weights = weights_by_recipe(scores, mask, recipe)
+    if weights is None:
+        return None
+    weights = _r(weights, decimals)
+    output = mix_by_recipe(weights, V, recipe)
+    if output is None:
+        return None
+    return {"scores": scores, "weights": weights, "output": _r(output, decimals)}
+
+
+def weights_degenerate(weights: np.ndarray, mask: np.ndarray) -> str | None:
+    """Every row that may read two or more keys spreads its weight evenly: nothing to compute."""
+    open_ = ~np.asarray(mask, dtype=bool)
+    rows = open_.sum(axis=1) >= 2
+    if not rows.any():
+        return "no query can read more than one key"
+    w, o = np.asarray(weights)[rows], open_[rows]
+    even = np.where(o, 1.0 / o.sum(axis=1, keepdims=True), 0.0)
+    if np.abs(w - even).max() < 1e-9:
+        return "every row of the weights is uniform"
+    return None
+
+
+def output_degenerate(output: np.ndarray, atol: float) -> str | None:
+    if np.abs(np.asarray(output, dtype=float)).max() <= atol:
+        return "the output is all zeros"
+    return None
+
+
+def scale_width_rule(field: str, **unless: list[Any]) -> dict[str, Any]:
+    """The schema of ``scale_needs_width``: scale off, or ``field`` at least 2 (or a
+    parameter in ``unless`` taking one of its values, absent meaning its default)."""
+    branches: list[dict[str, Any]] = [
+        {"required": ["scale"], "properties": {"scale": {"enum": [False]}}},
+        {"properties": {field: {"minimum": 2}}},
+    ]
+    branches += [{"properties": {name: {"enum": values}}} for name, values in unless.items()]
+    return {"anyOf": branches}
+
+
+def scale_needs_width(params: dict[str, Any], field: str) -> None:
+    """Dividing by sqrt(1) changes nothing, so a scaled exercise needs d_k >= 2 to test it."""
+    if params.get("scale") and params[field] < 2:
+        raise ParamError(
+            field,
+            f"Expected at least 2 when scale is on, got {params[field]}: with a width of 1 "
+            "dividing by sqrt(d_k) changes nothing, so the exercise could not tell a missing "
+            "scale from the right answer. Turn scale off or widen the heads.",
+        )
 
 
 def _arrays(inputs: Mapping[str, Any], *names: str) -> list[np.ndarray]:
@@ -120,7 +227,9 @@ def _mask_words(mask_kind: str) -> str:
     return ""
 
 
-SCALE_SPEC = ParamSpec("bool", True, "Divide the scores by sqrt(d_k).")
+SCALE_SPEC = ParamSpec(
+    "bool", True, "Divide the scores by sqrt(d_k) (needs d_k of at least 2 to be tested)."
+)
 STEPS_SCALED = r"the scores $S = QK^\top/\sqrt{d_k}$"
 STEPS_UNSCALED = r"the scores $S = QK^\top$ (no scaling in this exercise)"
 
@@ -138,17 +247,52 @@ def _attention_prompt(lead: str, Q, K, V, mask, scale: bool, asks: str) -> str:
             rf"${tex_matrix(mask)}$."
         )
     parts.append(asks)
-    parts.append("Round to three decimals or better.")
+    parts.append(ROUNDING_RULE)
     return "\n\n".join(parts)
 
 
 class _AttentionFamily(ExerciseKind):
-    mistakes = ATTENTION_MISTAKES
+    """One head on given Q, K, V; ``asked`` lists the parts of the chain the kind asks for."""
 
-    def answers_under(self, inputs, recipe):
+    mistakes = ATTENTION_MISTAKES
+    asked: tuple[str, ...] = ("scores", "weights", "output")
+
+    def finish_params(self, params):
+        scale_needs_width(params, "d_k")
+        return params
+
+    def params_rules(self):
+        return [scale_width_rule("d_k")]
+
+    def answers_under(self, inputs, recipe, decimals=None):
         Q, K, V = _arrays(inputs, "Q", "K", "V")
         mask = np.asarray(inputs["mask"], dtype=bool)
-        return attention_by_recipe(Q, K, V, mask, bool(inputs.get("scale", True)), recipe)
+        out = attention_by_recipe(
+            Q, K, V, mask, bool(inputs.get("scale", True)), recipe, decimals=decimals
+        )
+        return None if out is None else {name: out[name] for name in self.asked}
+
+    def follow_on(self, inputs, given, recipe=None):
+        recipe = recipe or {}
+        out: dict[str, Follow] = {}
+        mask = np.asarray(inputs["mask"], dtype=bool)
+        if "scores" in self.asked:
+            weights = weights_by_recipe(given["scores"], mask, recipe)
+            if weights is not None:
+                out["weights"] = Follow(weights, ("scores",), "your scores")
+        if "output" in self.asked:
+            (V,) = _arrays(inputs, "V")
+            output = mix_by_recipe(given["weights"], V, recipe)
+            if output is not None:
+                out["output"] = Follow(output, ("weights",), "your weights")
+        return out
+
+    def degenerate(self, generated):
+        mask = np.asarray(generated.inputs["mask"], dtype=bool)
+        reason = weights_degenerate(np.asarray(generated.solution["weights"]), mask)
+        if reason is None and "output" in generated.solution:
+            reason = output_degenerate(generated.solution["output"], generated.atol)
+        return reason
 
 
 @register
@@ -161,7 +305,9 @@ class AttentionKind(_AttentionFamily):
     )
     params = {
         "n": ParamSpec("int", 3, SIZE_HELP, 2, MAX_TOKENS),
-        "d_k": ParamSpec("int", 2, "Width of queries and keys.", 1, MAX_WIDTH),
+        "d_k": ParamSpec(
+            "int", 2, "Width of queries and keys (at least 2 with scale on).", 1, MAX_WIDTH
+        ),
         "d_v": ParamSpec("int", 2, "Width of the values.", 1, MAX_WIDTH),
         "mask": ParamSpec(
             "choice", "none", "Which keys are blocked.", choices=("none", "causal", "padding")
@@ -169,6 +315,24 @@ class AttentionKind(_AttentionFamily):
         "scale": SCALE_SPEC,
         "max_abs": ParamSpec("int", 2, "Entries are integers from -max_abs to max_abs.", 1, 5),
     }
+
+    def finish_params(self, params):
+        if params["mask"] == "padding" and params["n"] < 3:
+            raise ParamError(
+                "n",
+                f"Expected at least 3 tokens with a padding mask, got {params['n']}: two real "
+                "tokens and at least one padded one.",
+            )
+        return super().finish_params(params)
+
+    def params_rules(self):
+        padding_needs_three = {
+            "anyOf": [
+                {"properties": {"mask": {"enum": ["none", "causal"]}}},
+                {"properties": {"n": {"minimum": 3}}},
+            ]
+        }
+        return [*super().params_rules(), padding_needs_three]
 
     def generate(self, params, rng):
         n, d_k, d_v, hi = params["n"], params["d_k"], params["d_v"], params["max_abs"]
@@ -179,7 +343,8 @@ class AttentionKind(_AttentionFamily):
         if params["mask"] == "causal":
             mask = causal(n)
         elif params["mask"] == "padding":
-            mask = trailing_padding(n, n, int(rng.integers(1, n)))
+            # At least two real tokens, so the weights depend on the scores.
+            mask = trailing_padding(n, n, int(rng.integers(1, n - 1)))
         else:
             mask = np.zeros((n, n), dtype=bool)
         scale = params["scale"]
@@ -234,7 +399,7 @@ class ProjectionKind(ExerciseKind):
     title = "From tokens to queries, keys and values"
     description = (
         "Project the token matrix X with W_Q, W_K and W_V, then compute the weights and "
-        "output of the head. The default is the lesson's 'bag delayed refund' example."
+        "output of the head. The default uses the lesson's 'bag delayed refund' tokens."
     )
     params = {
         "preset": ParamSpec(
@@ -244,12 +409,24 @@ class ProjectionKind(ExerciseKind):
             "'random' draws X and the projections.",
             choices=("lesson", "random"),
         ),
+        "vary": ParamSpec(
+            "bool",
+            True,
+            "With preset 'lesson': true draws a sequence of the lesson's tokens for each "
+            "variant (another order, a token repeated); false gives the lesson's worked "
+            "example exactly (bag, delayed, refund).",
+        ),
         "n": ParamSpec("int", 3, SIZE_HELP + " Only with preset 'random'.", 2, MAX_TOKENS),
         "d_model": ParamSpec(
             "int", 3, "Width of the token vectors. Only with preset 'random'.", 1, MAX_WIDTH
         ),
         "d_k": ParamSpec(
-            "int", 2, "Width of queries, keys and values. Only with preset 'random'.", 1, MAX_WIDTH
+            "int",
+            2,
+            "Width of queries, keys and values (at least 2 with scale on). Only with preset "
+            "'random'.",
+            1,
+            MAX_WIDTH,
         ),
         "x": ParamSpec(
             "choice",
@@ -266,15 +443,30 @@ class ProjectionKind(ExerciseKind):
         if params["preset"] == "lesson":
             # The lesson's sizes are fixed; store them so the saved parameters tell the truth.
             params.update(n=3, d_model=3, d_k=2, x="one_hot")
+        scale_needs_width(params, "d_k")
         return params
+
+    def params_rules(self):
+        return [scale_width_rule("d_k", preset=["lesson"])]
 
     def generate(self, params, rng):
         n, d_model, d_k = params["n"], params["d_model"], params["d_k"]
+        tokens = None
         if params["preset"] == "lesson":
-            Xi, Wq, Wk, Wv = LESSON_X.astype(int), LESSON_W_Q, LESSON_W_K, LESSON_W_V
+            Wq, Wk, Wv = LESSON_W_Q, LESSON_W_K, LESSON_W_V
+            order = [0, 1, 2]
+            if params["vary"]:
+                # Another sequence of the lesson's tokens for every variant, never one token thrice.
+                order = rng.integers(0, 3, size=3).tolist()
+                while len(set(order)) < 2:
+                    order = rng.integers(0, 3, size=3).tolist()
+            Xi = LESSON_X.astype(int)[order]
+            tokens = [LESSON_TOKENS[i] for i in order]
             lead = (
-                "Three tokens *bag*, *delayed*, *refund* are the one-hot rows of $X$, so each "
-                "token's query is the matching row of $W_Q$ (hand-set, not learned)."
+                "The lesson's tokens *bag*, *delayed* and *refund* are the one-hot vectors "
+                "(1, 0, 0), (0, 1, 0) and (0, 0, 1), with hand-set (not learned) projections. "
+                f"The sequence *{' '.join(tokens)}* is $X$, one row per token, so each "
+                "token's query is its row of $W_Q$."
             )
         else:
             if params["x"] == "one_hot":
@@ -308,19 +500,22 @@ class ProjectionKind(ExerciseKind):
                 rf"$W_V = {tex_matrix(Wv)}$.",
                 rf"Compute $Q = XW_Q$, $K = XW_K$, $V = XW_V$, the weights $A$ = {scale_words} "
                 r"row by row (masked keys get $-\infty$ first) and the output $AV$.",
-                "Round to three decimals or better.",
+                ROUNDING_RULE,
             ]
         )
+        inputs = {
+            "X": Xi.tolist(),
+            "W_Q": Wq.tolist(),
+            "W_K": Wk.tolist(),
+            "W_V": Wv.tolist(),
+            "mask": mask.tolist(),
+            "scale": params["scale"],
+        }
+        if tokens is not None:
+            inputs["tokens"] = tokens
         return self.variant(
             prompt=prompt,
-            inputs={
-                "X": Xi.tolist(),
-                "W_Q": Wq.tolist(),
-                "W_K": Wk.tolist(),
-                "W_V": Wv.tolist(),
-                "mask": mask.tolist(),
-                "scale": params["scale"],
-            },
+            inputs=inputs,
             asks=[
                 {"name": "Q", "shape": [n, d_k]},
                 {"name": "K", "shape": [n, d_k]},
@@ -337,10 +532,33 @@ class ProjectionKind(ExerciseKind):
             },
         )
 
-    def answers_under(self, inputs, recipe):
+    def answers_under(self, inputs, recipe, decimals=None):
         X, Wq, Wk, Wv = _arrays(inputs, "X", "W_Q", "W_K", "W_V")
         mask = np.asarray(inputs["mask"], dtype=bool)
-        return attention_by_recipe(X @ Wq, X @ Wk, X @ Wv, mask, bool(inputs["scale"]), recipe)
+        Q, K, V = (_r(X @ W, decimals) for W in (Wq, Wk, Wv))
+        out = attention_by_recipe(Q, K, V, mask, bool(inputs["scale"]), recipe, decimals=decimals)
+        if out is None:
+            return None
+        return {"Q": Q, "K": K, "V": V, "weights": out["weights"], "output": out["output"]}
+
+    def follow_on(self, inputs, given, recipe=None):
+        recipe = recipe or {}
+        mask = np.asarray(inputs["mask"], dtype=bool)
+        out: dict[str, Follow] = {}
+        scores = scores_by_recipe(given["Q"], given["K"], bool(inputs["scale"]), recipe)
+        weights = None if scores is None else weights_by_recipe(scores, mask, recipe)
+        if weights is not None:
+            out["weights"] = Follow(weights, ("Q", "K"), "your Q and K")
+        output = mix_by_recipe(given["weights"], given["V"], recipe)
+        if output is not None:
+            out["output"] = Follow(output, ("weights", "V"), "your weights and V")
+        return out
+
+    def degenerate(self, generated):
+        mask = np.asarray(generated.inputs["mask"], dtype=bool)
+        return weights_degenerate(
+            np.asarray(generated.solution["weights"]), mask
+        ) or output_degenerate(generated.solution["output"], generated.atol)
 
 
 class _MaskedWeightsKind(_AttentionFamily):
@@ -349,10 +567,12 @@ class _MaskedWeightsKind(_AttentionFamily):
         "mask_after_softmax",
         "mask_as_zero_score",
         "no_scale",
+        "divided_by_d_k",
         "softmax_over_queries",
         "scores_transposed",
         "k_not_transposed",
     )
+    asked = ("weights",)
 
     def _generated(self, params, rng, n: int, mask: np.ndarray, lead: str) -> Generated:
         d_k, scale = params["d_k"], params["scale"]
@@ -397,7 +617,13 @@ class CausalKind(_MaskedWeightsKind):
     )
     params = {
         "n": ParamSpec("int", 3, SIZE_HELP, 2, MAX_TOKENS),
-        "d_k": ParamSpec("int", 2, "Width of queries, keys and values.", 1, MAX_WIDTH),
+        "d_k": ParamSpec(
+            "int",
+            2,
+            "Width of queries, keys and values (at least 2 with scale on).",
+            1,
+            MAX_WIDTH,
+        ),
         "scale": SCALE_SPEC,
     }
 
@@ -419,9 +645,16 @@ class PaddingKind(_MaskedWeightsKind):
         "the padded keys blocked before the softmax."
     )
     params = {
-        "n_real": ParamSpec("int", 2, "Real tokens.", 1, 6),
+        # With one real token every query reads one key: the weights would not depend on the scores.
+        "n_real": ParamSpec("int", 2, "Real tokens.", 2, 6),
         "n_pad": ParamSpec("int", 1, "Padding tokens after them.", 1, 2),
-        "d_k": ParamSpec("int", 2, "Width of queries, keys and values.", 1, MAX_WIDTH),
+        "d_k": ParamSpec(
+            "int",
+            2,
+            "Width of queries, keys and values (at least 2 with scale on).",
+            1,
+            MAX_WIDTH,
+        ),
         "scale": SCALE_SPEC,
     }
 
@@ -448,19 +681,35 @@ class MultiHeadKind(ExerciseKind):
     params = {
         "n": ParamSpec("int", 3, SIZE_HELP, 2, MAX_TOKENS),
         "heads": ParamSpec("int", 2, "Number of heads h.", 1, 4),
-        "d_head": ParamSpec("int", 1, "Width of each head, d_k = d_model / h.", 1, 4),
+        "d_head": ParamSpec(
+            "int",
+            2,
+            "Width of each head, d_k = d_model / h (at least 2 with scale on).",
+            1,
+            4,
+        ),
         "mask": ParamSpec("choice", "none", "Which keys are blocked.", choices=("none", "causal")),
         "scale": SCALE_SPEC,
     }
     mistakes = (
         "no_scale",
         "scale_by_d_model",
+        "divided_by_d_k",
         "no_mask",
         "mask_after_softmax",
+        "mask_as_zero_score",
         "softmax_over_queries",
         "scores_transposed",
+        "weights_transposed_in_output",
     )
     max_attempts = 4
+
+    def finish_params(self, params):
+        scale_needs_width(params, "d_head")
+        return params
+
+    def params_rules(self):
+        return [scale_width_rule("d_head")]
 
     def generate(self, params, rng):
         n, h, d_head = params["n"], params["heads"], params["d_head"]
@@ -489,9 +738,7 @@ class MultiHeadKind(ExerciseKind):
                 f"Compute each head's weights (scores divided by {scale_words}, masked keys set "
                 r"to $-\infty$, softmax per row) and the block's output: the heads' outputs "
                 r"concatenated in order, times $W_O$.",
-                # W_O sums many head outputs: rounding each step adds up past the tolerance.
-                "Keep full precision through the steps (or at least four decimals) and round "
-                "only the answers, to three decimals or better.",
+                ROUNDING_RULE,
             ]
         )
         weights = np.asarray(trace.weights)
@@ -515,28 +762,66 @@ class MultiHeadKind(ExerciseKind):
             solution=solution,
         )
 
-    def answers_under(self, inputs, recipe):
-        X, Wq, Wk, Wv, Wo = _arrays(inputs, "X", "W_Q", "W_K", "W_V", "W_O")
+    @staticmethod
+    def _heads(inputs) -> tuple[int, list[slice]]:
         h = int(inputs["heads"])
+        d_head = len(inputs["X"][0]) // h
+        return h, [slice(i * d_head, (i + 1) * d_head) for i in range(h)]
+
+    def answers_under(self, inputs, recipe, decimals=None):
+        X, Wq, Wk, Wv, Wo = _arrays(inputs, "X", "W_Q", "W_K", "W_V", "W_O")
         mask = np.asarray(inputs["mask"], dtype=bool)
-        d_model = X.shape[1]
-        d_head = d_model // h
-        if recipe.get("scale") == "sqrt_d_model" and h == 1:
-            return None
+        h, cols = self._heads(inputs)
         Q, K, V = X @ Wq, X @ Wk, X @ Wv
         out: dict[str, np.ndarray] = {}
         heads = []
-        for i in range(h):
-            cols = slice(i * d_head, (i + 1) * d_head)
+        for i, c in enumerate(cols):
             one = attention_by_recipe(
-                Q[:, cols], K[:, cols], V[:, cols], mask, bool(inputs["scale"]), recipe, d_model
+                Q[:, c],
+                K[:, c],
+                V[:, c],
+                mask,
+                bool(inputs["scale"]),
+                recipe,
+                X.shape[1],
+                decimals,
             )
             if one is None:
                 return None
             out[f"weights_head_{i}"] = one["weights"]
             heads.append(one["output"])
-        out["output"] = np.concatenate(heads, axis=1) @ Wo
+        out["output"] = _r(np.concatenate(heads, axis=1) @ Wo, decimals)
         return out
+
+    def follow_on(self, inputs, given, recipe=None):
+        recipe = recipe or {}
+        X, Wv, Wo = _arrays(inputs, "X", "W_V", "W_O")
+        h, cols = self._heads(inputs)
+        V = X @ Wv
+        heads = [
+            mix_by_recipe(given[f"weights_head_{i}"], V[:, c], recipe) for i, c in enumerate(cols)
+        ]
+        if any(head is None for head in heads):
+            return {}
+        # The heads' outputs are not asked: rounding each to three decimals moves an
+        # output cell by up to half a unit of the third decimal times its column of |W_O|.
+        slack = 0.5 * 10.0**-STEP_DECIMALS * np.abs(Wo).sum(axis=0)
+        return {
+            "output": Follow(
+                np.concatenate(heads, axis=1) @ Wo,
+                tuple(f"weights_head_{i}" for i in range(h)),
+                "your head weights",
+                np.broadcast_to(slack, (X.shape[0], Wo.shape[1])),
+            )
+        }
+
+    def degenerate(self, generated):
+        mask = np.asarray(generated.inputs["mask"], dtype=bool)
+        for i in range(int(generated.inputs["heads"])):
+            reason = weights_degenerate(np.asarray(generated.solution[f"weights_head_{i}"]), mask)
+            if reason:
+                return f"head {i}: {reason}"
+        return output_degenerate(generated.solution["output"], generated.atol)
 
 
 def i_range(d_head: int) -> str:

@@ -17,6 +17,13 @@ SEED_MAX = 2**63 - 1
 DEFAULT_RTOL = 0.01
 DEFAULT_ATOL = 0.005
 DEFAULT_MAX_ATTEMPTS = 3
+# Hand work may round every step it writes down to this many decimals.
+STEP_DECIMALS = 3
+ROUNDING_RULE = (
+    "Rounding: write every step to three decimals or more. A cell is accepted within "
+    "0.005 + 1% of the expected value, and each later part is also checked against what "
+    "follows from your own earlier answers, so rounding an earlier step never costs a later one."
+)
 
 
 class ParamError(ValueError):
@@ -125,6 +132,22 @@ SEED_SPEC = ParamSpec(
 )
 
 
+@dataclass(frozen=True)
+class Follow:
+    """What an asked part is, computed from the learner's own earlier parts.
+
+    ``value`` has the part's shape; ``uses`` names the earlier asked parts it is computed
+    from, ``words`` says so to the learner ("your scores"); ``slack`` (a number or an
+    array of the part's shape) widens the tolerance by what rounding the steps in between
+    that are not asked (to ``STEP_DECIMALS``) can move a cell.
+    """
+
+    value: Any
+    uses: tuple[str, ...]
+    words: str
+    slack: Any = 0.0
+
+
 @dataclass
 class Generated:
     """One variant. ``inputs`` and ``solution`` are plain JSON; ``asks`` lists ``{name, shape}``."""
@@ -208,9 +231,33 @@ class ExerciseKind:
         raise NotImplementedError
 
     def answers_under(
-        self, inputs: dict[str, Any], recipe: Mapping[str, Any]
+        self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
     ) -> dict[str, np.ndarray] | None:
+        """Every asked part computed the way ``recipe`` says (``{}`` is the right way).
+
+        ``decimals`` rounds every step written down on the way, as hand work does. None
+        when the recipe's mistake cannot be made on these inputs, or changes nothing by
+        construction (no mask to forget, d_k = 1 to forget dividing by).
+        """
         return None
+
+    def follow_on(
+        self,
+        inputs: dict[str, Any],
+        given: Mapping[str, np.ndarray],
+        recipe: Mapping[str, Any] | None = None,
+    ) -> dict[str, Follow]:
+        """For each asked part computed from earlier asked parts: what it is, given the
+        learner's own earlier parts, the way ``recipe`` says (None: the right way)."""
+        return {}
+
+    def degenerate(self, generated: Generated) -> str | None:
+        """Why the variant teaches nothing (uniform weights, an all-zero output), or None."""
+        return None
+
+    def accepted_alternatives(self, inputs: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """Other whole answers the prompt allows: ``(what it is, solution)`` pairs."""
+        return []
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -221,6 +268,10 @@ class ExerciseKind:
             "max_attempts": self.max_attempts,
         }
 
+    def params_rules(self) -> list[dict[str, Any]]:
+        """JSON Schema rules across parameters (each must hold), for the OpenAPI document."""
+        return []
+
     def params_json_schema(self) -> dict[str, Any]:
         props = {name: spec.json_schema() for name, spec in self.params.items()}
         props["seed"] = {
@@ -230,7 +281,11 @@ class ExerciseKind:
             "maximum": SEED_MAX,
             "description": SEED_SPEC.help + " Omit it (or send null) and the server picks one.",
         }
-        return {"type": "object", "properties": props, "additionalProperties": False}
+        schema = {"type": "object", "properties": props, "additionalProperties": False}
+        rules = self.params_rules()
+        if rules:
+            schema["allOf"] = rules
+        return schema
 
 
 KINDS: dict[str, ExerciseKind] = {}

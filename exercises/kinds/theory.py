@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from exercises import engine
 from exercises.kinds.base import (
+    ROUNDING_RULE,
     ExerciseKind,
+    Follow,
+    ParamError,
     ParamSpec,
     as_json,
     register,
@@ -25,6 +30,17 @@ SHAPE_PARTS = (
 )
 
 
+def _around(rng: np.random.Generator, value: int, lo: int, hi: int) -> int:
+    """``value`` times 1/2, 1 or 2, drawn, kept within [lo, hi]."""
+    return int(min(max(round(value * 2.0 ** int(rng.integers(-1, 2))), lo), hi))
+
+
+VARY_HELP = (
+    "True draws other sizes near these for each variant (each halved, kept or doubled), "
+    "so every review is new; false uses exactly these sizes."
+)
+
+
 @register
 class ShapesKind(ExerciseKind):
     name = "shapes"
@@ -37,14 +53,30 @@ class ShapesKind(ExerciseKind):
         "n": ParamSpec("int", 6, "Number of tokens.", 1, 4096),
         "heads": ParamSpec("int", 2, "Number of heads h.", 1, 64),
         "d_head": ParamSpec("int", 4, "Width of each head, d_k = d_model / h.", 1, 256),
+        "vary": ParamSpec("bool", True, VARY_HELP),
     }
     # Shapes are integers: only the exact answer is right.
     rtol = 0.0
     atol = 0.0
     mistakes = ("d_model_for_d_k",)
 
+    def finish_params(self, params):
+        if not params["vary"]:
+            n, h, d = params["n"], params["heads"], params["d_head"]
+            if len({n, d, h * d}) < 3:
+                raise ParamError(
+                    "n",
+                    f"Expected n, d_head and d_model = h·d_head to differ, got {n}, {d} and "
+                    f"{h * d}: equal sizes would let a swapped shape pass.",
+                )
+        return params
+
     def generate(self, params, rng):
         n, h, d_k = params["n"], params["heads"], params["d_head"]
+        if params["vary"]:
+            n = _around(rng, n, 2, 4096)
+            h = _around(rng, h, 1, 64)
+            d_k = _around(rng, d_k, 1, 256)
         d_model = h * d_k
         solution = self._shapes(n, d_model, d_k)
         prompt = (
@@ -52,12 +84,13 @@ class ShapesKind(ExerciseKind):
             rf"$d_{{model}} = {d_model}$ with $h = {h}$ heads ($d_k = d_v = d_{{model}}/h$). "
             "Give the shape (rows, columns) of: "
             + "; ".join(words for _, words in SHAPE_PARTS)
-            + "."
+            + ". Shapes are whole numbers, checked exactly; each shape is also checked "
+            "against the shapes you gave before it."
         )
         return self.variant(
             prompt=prompt,
             inputs={"n": n, "d_model": d_model, "heads": h},
-            asks=[{"name": name, "shape": [2]} for name, _ in SHAPE_PARTS],
+            asks=[{"name": name, "shape": [2], "exact": True} for name, _ in SHAPE_PARTS],
             solution=solution,
         )
 
@@ -74,11 +107,70 @@ class ShapesKind(ExerciseKind):
             "output_shape": [n, d_model],
         }
 
-    def answers_under(self, inputs, recipe):
-        if recipe.get("head_width") != "d_model" or inputs["heads"] == 1:
+    def answers_under(self, inputs, recipe, decimals=None):
+        n, d_model, h = inputs["n"], inputs["d_model"], inputs["heads"]
+        if not recipe:
+            shapes = self._shapes(n, d_model, d_model // h)
+        elif recipe.get("head_width") == "d_model" and h > 1:
+            shapes = self._shapes(n, d_model, d_model)
+            shapes["concat_shape"] = [n, h * d_model]
+        else:
             return None
-        n, d_model = inputs["n"], inputs["d_model"]
-        return {k: np.asarray(v) for k, v in self._shapes(n, d_model, d_model).items()}
+        return {k: np.asarray(v) for k, v in shapes.items()}
+
+    def follow_on(self, inputs, given, recipe=None):
+        h, d_model = inputs["heads"], inputs["d_model"]
+        q, k, v = given["Q_shape"], given["K_shape"], given["V_shape"]
+        scores = given["scores_shape"]
+        head = given["head_output_shape"]
+        concat = given["concat_shape"]
+        return {
+            "scores_shape": Follow(
+                np.array([q[0], k[0]]), ("Q_shape", "K_shape"), "your Q and K shapes"
+            ),
+            "weights_shape": Follow(np.array(scores), ("scores_shape",), "your scores shape"),
+            "head_output_shape": Follow(
+                np.array([given["weights_shape"][0], v[1]]),
+                ("weights_shape", "V_shape"),
+                "your weights and V shapes",
+            ),
+            "concat_shape": Follow(
+                np.array([head[0], h * head[1]]), ("head_output_shape",), "your head output shape"
+            ),
+            "output_shape": Follow(
+                np.array([concat[0], d_model]), ("concat_shape",), "your concatenation's shape"
+            ),
+        }
+
+    def degenerate(self, generated):
+        n, d_model, h = (generated.inputs[k] for k in ("n", "d_model", "heads"))
+        if len({n, d_model // h, d_model}) < 3:
+            return "n, d_k and d_model are not all different"
+        return None
+
+
+PE_LAYOUTS = ("interleaved", "sines_then_cosines", "either")
+
+
+def pe_rows(positions, d: int, layout: str) -> np.ndarray:
+    """# (p,), d -> (p, d). 'interleaved' is the paper's sin, cos, sin, cos, ...;
+    'sines_then_cosines' is the lab code's: all d/2 sines, then the cosines of the same angles."""
+    pos = np.asarray(positions, dtype=float)[:, None]
+    angle = pos / 10000 ** (2 * np.arange(d // 2) / d)
+    if layout == "sines_then_cosines":
+        return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
+    rows = np.empty((len(pos), d))
+    rows[:, 0::2], rows[:, 1::2] = np.sin(angle), np.cos(angle)
+    return rows
+
+
+def _swap_sin_cos(rows: np.ndarray, layout: str) -> np.ndarray:
+    d = rows.shape[1]
+    if layout == "sines_then_cosines":
+        return np.concatenate([rows[:, d // 2 :], rows[:, : d // 2]], axis=1)
+    out = rows.copy()
+    out[:, 0::2], out[:, 1::2] = rows[:, 1::2], rows[:, 0::2]
+    return out
 
 
 @register
@@ -87,7 +179,8 @@ class PositionalEncodingKind(ExerciseKind):
     title = "Sinusoidal positional encoding"
     description = (
         "Write the sinusoidal position vectors of the original transformer for a few "
-        "positions: sine on even dimensions, cosine on odd ones."
+        "positions, in the layout the exercise names: the paper's interleaved sine and "
+        "cosine, or the lab code's sines then cosines."
     )
     params = {
         "d_model": ParamSpec(
@@ -95,43 +188,108 @@ class PositionalEncodingKind(ExerciseKind):
         ),
         "positions": ParamSpec("int", 2, "How many positions are asked.", 1, 4),
         "max_position": ParamSpec("int", 10, "Positions are drawn from 0 to this.", 3, 1000),
+        "layout": ParamSpec(
+            "choice",
+            "interleaved",
+            "'interleaved': the paper's layout, sine on even dimensions 2i and cosine on odd "
+            "ones 2i+1; 'sines_then_cosines': the lab code's layout, all sines then all "
+            "cosines (the same encoding with the dimensions reordered); 'either': both accepted.",
+            choices=PE_LAYOUTS,
+        ),
     }
-    mistakes = ("pe_concatenated", "pe_sin_cos_swapped")
+    mistakes = ("pe_concatenated", "pe_interleaved", "pe_sin_cos_swapped")
 
     def generate(self, params, rng):
-        d = params["d_model"]
+        d, layout = params["d_model"], params["layout"]
         picked = sorted(
             int(p)
             for p in rng.choice(params["max_position"] + 1, size=params["positions"], replace=False)
         )
-        table = engine.sinusoidal_positions(max(picked) + 1, d)
-        prompt = (
-            r"The original transformer adds $PE_{(pos, 2i)} = \sin(pos / 10000^{2i/d_{model}})$ "
-            r"and $PE_{(pos, 2i+1)} = \cos(pos / 10000^{2i/d_{model}})$ to the token vectors. "
-            rf"With $d_{{model}} = {d}$, write the vector $PE_{{pos}}$ for "
-            + ", ".join(f"$pos = {p}$" for p in picked)
-            + " (angles in radians; round to three decimals or better)."
+        angle = r"\omega_i = pos / 10000^{2i/d_{model}}"
+        paper = (
+            r"the paper's interleaved layout: $PE_{(pos, 2i)} = \sin \omega_i$ on even "
+            r"dimensions and $PE_{(pos, 2i+1)} = \cos \omega_i$ on odd ones"
         )
+        lab = (
+            r"the lab code's layout: the first $d_{model}/2$ dimensions hold "
+            r"$\sin \omega_0, \ldots, \sin \omega_{d/2-1}$ and the last $d_{model}/2$ the "
+            r"cosines of the same angles"
+        )
+        if layout == "interleaved":
+            which = (
+                f"Use {paper}. (The lesson's lab code stores the same encoding with all sines "
+                "first and all cosines after them: the dimensions reordered. That layout is "
+                "not the one asked here.)"
+            )
+        elif layout == "sines_then_cosines":
+            which = (
+                f"Use {lab}. (The paper interleaves them, sine on even dimensions and cosine "
+                "on odd ones: the same encoding with the dimensions reordered. That layout is "
+                "not the one asked here.)"
+            )
+        else:
+            which = (
+                f"Either layout is accepted, the same encoding with the dimensions reordered: "
+                f"{paper}, or {lab}. Use one layout for every position."
+            )
+        prompt = (
+            rf"The original transformer adds sinusoids of the angles ${angle}$, "
+            r"$i = 0, \ldots, d_{model}/2 - 1$, to the token vectors. "
+            + which
+            + rf" With $d_{{model}} = {d}$, write the vector $PE_{{pos}}$ for "
+            + ", ".join(f"$pos = {p}$" for p in picked)
+            + " (angles in radians). "
+            + ROUNDING_RULE
+        )
+        rows = pe_rows(picked, d, "interleaved" if layout == "either" else layout)
         return self.variant(
             prompt=prompt,
-            inputs={"d_model": d, "positions": picked},
+            inputs={"d_model": d, "positions": picked, "layout": layout},
             asks=[{"name": f"pe_{p}", "shape": [d]} for p in picked],
-            solution={f"pe_{p}": as_json(table[p]) for p in picked},
+            solution={f"pe_{p}": as_json(rows[i]) for i, p in enumerate(picked)},
         )
 
-    def answers_under(self, inputs, recipe):
-        layout = recipe.get("pe_layout")
-        if layout is None:
+    @staticmethod
+    def _layout(inputs) -> str:
+        layout = inputs.get("layout", "interleaved")
+        return "interleaved" if layout == "either" else layout
+
+    def answers_under(self, inputs, recipe, decimals=None):
+        d, positions = inputs["d_model"], inputs["positions"]
+        asked, allowed = self._layout(inputs), inputs.get("layout", "interleaved")
+        how = recipe.get("pe_layout")
+        if how is None and recipe:
             return None
-        d = inputs["d_model"]
-        pos = np.asarray(inputs["positions"], dtype=float)[:, None]
-        angle = pos / 10000 ** (2 * np.arange(d // 2) / d)
-        if layout == "concatenated":
-            rows = np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
+        if how in ("sines_then_cosines", "interleaved"):
+            # The other layout is a mistake only where the prompt does not allow it; at
+            # d_model = 2 both layouts are the same vector.
+            if (
+                allowed != ("interleaved" if how == "sines_then_cosines" else "sines_then_cosines")
+                or d == 2
+            ):
+                return None
+            rows = pe_rows(positions, d, how)
+        elif how == "swapped":
+            rows = _swap_sin_cos(pe_rows(positions, d, asked), asked)
         else:
-            rows = np.empty((len(pos), d))
-            rows[:, 0::2], rows[:, 1::2] = np.cos(angle), np.sin(angle)
-        return {f"pe_{p}": rows[i] for i, p in enumerate(inputs["positions"])}
+            rows = pe_rows(positions, d, asked)
+        if decimals is not None:
+            rows = np.round(rows, decimals)
+        return {f"pe_{p}": rows[i] for i, p in enumerate(positions)}
+
+    def accepted_alternatives(self, inputs):
+        if inputs.get("layout") != "either":
+            return []
+        rows = pe_rows(inputs["positions"], inputs["d_model"], "sines_then_cosines")
+        return [
+            (
+                "the lab code's layout (all sines, then all cosines), which this exercise accepts",
+                {f"pe_{p}": rows[i].tolist() for i, p in enumerate(inputs["positions"])},
+            )
+        ]
+
+
+SATURATED = 0.9  # a softmax row whose largest weight reaches this reads one key
 
 
 @register
@@ -143,22 +301,30 @@ class ScalingKind(ExerciseKind):
         "the same scores with and without the 1/sqrt(d_k) scale."
     )
     params = {
-        "d_k": ParamSpec("int", 4, "Width of queries and keys.", 1, 1024),
+        # Below 4 the unscaled row of hand-sized scores rarely saturates: nothing to compare.
+        "d_k": ParamSpec(
+            "int",
+            4,
+            "Width of queries and keys (from 4: narrower, the unscaled row does not saturate).",
+            4,
+            1024,
+        ),
         "n": ParamSpec("int", 3, "Number of scores in the row.", 2, 6),
     }
     mistakes = ("sd_for_variance", "divided_by_d_k", "scale_swapped")
 
     def generate(self, params, rng):
         d_k, n = params["d_k"], params["n"]
-        raw = rng.integers(-2, 4, size=n)
-        s = raw.astype(float)
+        # Raw scores drawn like dot products of unit-variance vectors: variance d_k.
+        raw = np.rint(rng.normal(0.0, np.sqrt(d_k), size=n)).astype(int)
         prompt = (
             rf"Queries and keys have $d_k = {d_k}$ independent components with mean 0 and "
             r"variance 1. (1) What is the variance of the dot product $q \cdot k$? "
-            rf"(2) One query's raw scores against {n} keys are ${tex_vector(raw)}$: give the "
-            r"softmax of the scaled scores $s/\sqrt{d_k}$ and (3) the softmax of the unscaled "
-            "scores. Round to three decimals or better."
+            rf"(2) One query's raw scores against {n} keys, drawn that way, are "
+            rf"${tex_vector(raw)}$: give the softmax of the scaled scores $s/\sqrt{{d_k}}$ and "
+            "(3) the softmax of the unscaled scores. " + ROUNDING_RULE
         )
+        solution = self.answers_under({"d_k": d_k, "scores": raw.tolist()}, {})
         return self.variant(
             prompt=prompt,
             inputs={"d_k": d_k, "scores": raw.tolist()},
@@ -169,24 +335,41 @@ class ScalingKind(ExerciseKind):
             ],
             solution={
                 "variance": float(d_k),
-                "weights_scaled": as_json(engine.softmax(s / np.sqrt(d_k))),
-                "weights_unscaled": as_json(engine.softmax(s)),
+                "weights_scaled": as_json(solution["weights_scaled"]),
+                "weights_unscaled": as_json(solution["weights_unscaled"]),
             },
         )
 
-    def answers_under(self, inputs, recipe):
+    def answers_under(self, inputs, recipe, decimals=None):
         d_k = inputs["d_k"]
         s = np.asarray(inputs["scores"], dtype=float)
-        how = recipe.get("scaling")
-        if how == "sd":
-            return {"variance": np.asarray(np.sqrt(d_k))}
-        if how == "d_k":
-            return {"weights_scaled": engine.softmax(s / d_k)}
-        if how == "swapped":
-            return {
-                "weights_scaled": engine.softmax(s),
-                "weights_unscaled": engine.softmax(s / np.sqrt(d_k)),
-            }
+        out = {
+            "variance": np.asarray(float(d_k)),
+            "weights_scaled": engine.softmax(s / np.sqrt(d_k)),
+            "weights_unscaled": engine.softmax(s),
+        }
+        if recipe.get("scaling") == "sd":
+            out["variance"] = np.asarray(np.sqrt(d_k))
+        elif recipe.get("scale") == "d_k":
+            out["weights_scaled"] = engine.softmax(s / d_k)
+        elif recipe.get("scaling") == "swapped":
+            out["weights_scaled"], out["weights_unscaled"] = (
+                out["weights_unscaled"],
+                out["weights_scaled"],
+            )
+        elif recipe:
+            return None
+        if decimals is not None:
+            out = {k: np.round(v, decimals) for k, v in out.items()}
+        return out
+
+    def degenerate(self, generated):
+        scaled = max(generated.solution["weights_scaled"])
+        unscaled = max(generated.solution["weights_unscaled"])
+        if unscaled < SATURATED:
+            return "the unscaled row does not saturate"
+        if scaled >= SATURATED:
+            return "the scaled row saturates too"
         return None
 
 
@@ -198,6 +381,9 @@ def quadratic_share(n: int, d_model: int) -> float:
     2n²d / (2n²d + 12nd²) = n / (n + 6d), one half at n = 6 d.
     """
     return n / (n + 6 * d_model)
+
+
+COUNTS = ("score_entries", "score_bytes", "attention_params", "ffn_params")
 
 
 @register
@@ -216,8 +402,12 @@ class CostKind(ExerciseKind):
         "bytes_per_entry": ParamSpec(
             "choice", 2, "Bytes per stored score (2 for half precision).", choices=(1, 2, 4)
         ),
+        "vary": ParamSpec("bool", True, VARY_HELP),
     }
-    mistakes = ("bytes_one_head", "share_qk_only")
+    # Counts are checked exactly (asks marked exact); the share within 1%.
+    rtol = 0.01
+    atol = 0.0
+    mistakes = ("bytes_one_head", "share_qk_only", "params_with_biases")
 
     def generate(self, params, rng):
         n, d, h, L, b = (
@@ -227,6 +417,11 @@ class CostKind(ExerciseKind):
             params["layers"],
             params["bytes_per_entry"],
         )
+        if params["vary"]:
+            n = int(min(max(round(n * 2.0 ** int(rng.integers(-2, 3))), 1), 1_048_576))
+            d = _around(rng, d, 1, 65_536)
+            h = _around(rng, h, 1, 256)
+            L = _around(rng, L, 1, 512)
         prompt = (
             rf"A transformer has $L = {L}$ layers of width $d_{{model}} = {d}$ with $h = {h}$ "
             rf"heads and reads $n = {n}$ tokens. (1) How many entries has one head's score "
@@ -235,33 +430,70 @@ class CostKind(ExerciseKind):
             r"$W_Q, W_K, W_V, W_O$ of one layer hold, and (4) the feed-forward network with a "
             r"4x hidden expansion? (5) What share of one layer's multiply-adds (batch 1, "
             r"forward, ignoring softmax and normalisation) goes to the $n \times n$ part "
-            r"($QK^\top$ and $AV$)? Give it as a fraction between 0 and 1."
+            r"($QK^\top$ and $AV$)? Give the counts (1) to (4) as exact whole numbers; they "
+            "are checked exactly, and (2) also against your own count (1). Give the share as "
+            "a fraction between 0 and 1 to three significant figures; it is accepted within 1%."
         )
+        inputs = {"n": n, "d_model": d, "heads": h, "layers": L, "bytes_per_entry": b}
+        right = self.answers_under(inputs, {})
         return self.variant(
             prompt=prompt,
-            inputs={"n": n, "d_model": d, "heads": h, "layers": L, "bytes_per_entry": b},
+            inputs=inputs,
             asks=[
-                {"name": "score_entries", "shape": []},
-                {"name": "score_bytes", "shape": []},
-                {"name": "attention_params", "shape": []},
-                {"name": "ffn_params", "shape": []},
+                {"name": "score_entries", "shape": [], "exact": True},
+                {"name": "score_bytes", "shape": [], "exact": True},
+                {"name": "attention_params", "shape": [], "exact": True},
+                {"name": "ffn_params", "shape": [], "exact": True},
                 {"name": "quadratic_share", "shape": []},
             ],
             solution={
-                "score_entries": n * n,
-                "score_bytes": n * n * h * L * b,
-                "attention_params": 4 * d * d,
-                "ffn_params": 8 * d * d,
+                **{name: int(right[name]) for name in COUNTS},
                 "quadratic_share": round(quadratic_share(n, d), 12),
             },
         )
 
-    def answers_under(self, inputs, recipe):
-        n, d = inputs["n"], inputs["d_model"]
+    def answers_under(self, inputs, recipe, decimals=None):
+        n, d, h, L, b = (inputs[k] for k in ("n", "d_model", "heads", "layers", "bytes_per_entry"))
+        # Python integers: the counts exceed what a float holds exactly.
+        out: dict[str, Any] = {
+            "score_entries": n * n,
+            "score_bytes": n * n * h * L * b,
+            "attention_params": 4 * d * d,
+            "ffn_params": 8 * d * d,
+            "quadratic_share": quadratic_share(n, d),
+        }
         how = recipe.get("cost")
         if how == "one_head":
-            return {"score_bytes": np.asarray(float(n * n * inputs["bytes_per_entry"]))}
-        if how == "qk_only":
+            if h * L == 1:
+                return None
+            out["score_bytes"] = n * n * b
+        elif how == "qk_only":
             # Counting only Q K^T: n²d / (n²d + 12nd²) = n / (n + 12d).
-            return {"quadratic_share": np.asarray(n / (n + 12 * d))}
-        return None
+            out["quadratic_share"] = n / (n + 12 * d)
+        elif how == "biases":
+            out["attention_params"] = 4 * d * d + 4 * d
+            out["ffn_params"] = 8 * d * d + 5 * d
+        elif recipe:
+            return None
+        if decimals is not None:
+            out["quadratic_share"] = float(f"{out['quadratic_share']:.3g}")
+        return {k: np.asarray(v, dtype=object if k in COUNTS else float) for k, v in out.items()}
+
+    def follow_on(self, inputs, given, recipe=None):
+        per_entry = inputs["heads"] * inputs["layers"] * inputs["bytes_per_entry"]
+        entries = given["score_entries"]
+        return {
+            "score_bytes": Follow(
+                np.asarray(_as_int(entries) * per_entry, dtype=object),
+                ("score_entries",),
+                "your score entries",
+            )
+        }
+
+
+def _as_int(value) -> Any:
+    """An exact integer when ``value`` is integral, else the value itself."""
+    v = value.item() if isinstance(value, np.ndarray) else value
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v

@@ -22,6 +22,8 @@ def fmt(value, decimals: int = 3) -> str:
         return "blocked" if value else "open"
     if value is None:
         return ""
+    if isinstance(value, int):
+        return str(value)  # counts in full, however large
     number = float(value)
     if math.isinf(number):
         return "−∞" if number < 0 else "∞"
@@ -119,6 +121,9 @@ def matrix_table(
     )
 
 
+CELL_MARKS = {"right": "✓", "wrong": "✗", "follows": "↪"}
+
+
 @register.filter
 def is_matrix(value) -> bool:
     return isinstance(value, list) and bool(value) and isinstance(value[0], list)
@@ -162,35 +167,69 @@ def answer_grid(
     disabled: bool = False,
     invalid_cells=None,
     describedby: str = "",
+    follows: bool = False,
+    follows_from: str = "your earlier answers",
 ) -> SafeString:
-    """Inputs for one asked part: a table of the part's shape, a single input for shape []."""
+    """Inputs for one asked part: a table of the part's shape, a single input for shape [].
+
+    Once checked, every cell carries a mark that does not rely on colour: a symbol with
+    the accessible name "right", "wrong" or "follows from your ..." (a wrong cell of a
+    part that follows from the learner's own earlier parts).
+    """
     shape = list(shape or [])
     wrong = {tuple(c) for c in (wrong_cells or [])}
     invalid = {tuple(c) for c in (invalid_cells or [])}
 
     def cell(index: tuple[int, ...]) -> SafeString:
         raw = _pick(values, index) if values is not None else ""
-        # Show a submitted number as the learner typed it, without padding zeros.
+        # Show a submitted number as the learner typed it, without padding zeros; whole
+        # numbers (counts) in full.
         if raw is None or isinstance(raw, bool):
             shown = ""
         elif isinstance(raw, str):
             shown = raw
+        elif isinstance(raw, int) or (float(raw).is_integer() and abs(raw) < 1e21):
+            shown = str(int(raw))
         else:
             shown = f"{float(raw):.6g}"
         bad = index in wrong or index in invalid
-        state = "wrong" if bad else ("right" if checked else "")
+        if index in invalid:
+            state, mark = "wrong", ""
+        elif bad and follows and checked:
+            state, mark = "follows", CELL_MARKS["follows"]
+        elif bad:
+            state, mark = "wrong", CELL_MARKS["wrong"] if checked else ""
+        else:
+            state, mark = ("right", CELL_MARKS["right"]) if checked else ("", "")
+        label = _cell_label(part, index)
+        mark_html = ""
+        described = [describedby] if describedby else []
+        if mark:
+            name = f"follows from {follows_from}" if state == "follows" else state
+            mark_id = "mark-" + _cell_name(part, index)
+            mark_html = format_html(
+                '<span class="cell-mark" id="{}" role="img" aria-label="{}" title="{}">{}</span>',
+                mark_id,
+                name,
+                name,
+                mark,
+            )
+            described.append(mark_id)  # the verdict is read with the cell
         return format_html(
             '<td class="{}"><input type="text" {} autocomplete="off" '
-            'name="{}" id="{}" value="{}" aria-label="{}"{}{}{}></td>',
+            'name="{}" id="{}" value="{}" aria-label="{}"{}{}{}{}>{}</td>',
             state,
             NUMBER_INPUT_ATTRS,
             _cell_name(part, index),
             "id_" + _cell_name(part, index),
             shown,
-            _cell_label(part, index),
-            mark_safe(' aria-invalid="true"') if bad else "",
+            label,
+            mark_safe(' aria-invalid="true"') if bad and state != "follows" else "",
             mark_safe(" disabled") if disabled else "",
-            format_html(' aria-describedby="{}"', describedby) if describedby else "",
+            format_html(' aria-describedby="{}"', " ".join(described)) if described else "",
+            # A long count stays readable in full.
+            format_html(' class="wide" size="{}"', len(shown) + 1) if len(shown) > 8 else "",
+            mark_html,
         )
 
     if not shape:

@@ -145,7 +145,7 @@ def test_right_answer_solves_and_reveals_the_solution(api):
 
 @pytest.mark.django_db
 def test_lesson_hand_answers_rounded_to_three_decimals_pass(api):
-    ex = create(api, kind="projection")
+    ex = create(api, kind="projection", vary=False)
     answers = {
         "Q": [[1, 0], [0, 1], [1, 1]],
         "K": [[1, 0], [1, 1], [0, 1]],
@@ -175,12 +175,23 @@ def test_attempts_run_out_then_409_and_the_solution_shows(api):
 
 
 @pytest.mark.django_db
-def test_after_solving_further_submissions_are_practice(api):
+def test_a_solved_exercise_takes_no_more_submissions(api):
     ex = create(api)
     api.post(submit_url(ex["id"]), {"answers": right_answers(ex)}, format="json")
-    res = api.post(submit_url(ex["id"]), {"answers": wrong_answers(ex)}, format="json").json()
-    assert res["correct"] is False and res["solved"] is True
-    assert res["attempts"]["used"] == 2
+    r = api.post(submit_url(ex["id"]), {"answers": wrong_answers(ex)}, format="json")
+    assert r.status_code == 409
+    body = r.json()
+    assert "already solved" in body["detail"] and body["solved"] is True
+    assert body["attempts"] == {"used": 1, "max": 3, "remaining": 2}
+    assert body["solution"] == right_answers(ex)
+    stored = Exercise.objects.get(pk=ex["id"])
+    assert stored.attempts_used == 1 and stored.solved
+    assert Attempt.objects.filter(exercise_id=ex["id"]).count() == 1
+    # The right answers again are refused too: a solved exercise is closed.
+    assert (
+        api.post(submit_url(ex["id"]), {"answers": right_answers(ex)}, format="json").status_code
+        == 409
+    )
 
 
 @pytest.mark.django_db
@@ -201,8 +212,18 @@ def test_wrong_answer_gets_a_diagnosis(api):
     }
     assert not np.allclose(answers["scores"], sol["scores"])
     res = api.post(submit_url(ex["id"]), {"answers": answers}, format="json").json()
-    assert "no_scale" in [d["code"] for d in res["diagnosis"]]
-    assert "sqrt(d_k)" in res["parts"]["scores"]["message"]
+    # Named once, at the first wrong step; the later parts follow from the learner's scores.
+    assert [(d["code"], d["parts"]) for d in res["diagnosis"]] == [("no_scale", ["scores"])]
+    assert "sqrt(d_k)" in res["diagnosis"][0]["text"]
+    assert res["first_wrong"] == "scores"
+    assert res["parts"]["scores"]["follows"] is False
+    for part in ("weights", "output"):
+        assert res["parts"][part]["correct"] is False
+        assert res["parts"][part]["follows"] is True
+        assert "sqrt(d_k)" not in res["parts"][part]["message"]
+    assert res["parts"]["weights"]["follows_from"] == "your scores"
+    # Each part that follows earns at least half its credit.
+    assert res["correct"] is False and 1 / 3 <= res["score"] < 1
 
 
 @pytest.mark.django_db

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from exercises.checking import MISTAKES, AnswerError, check_answers
-from exercises.kinds import KINDS
+from exercises.kinds import KINDS, get_kind
+from exercises.variants import draw_variant
 
 ASKS = [{"name": "m", "shape": [2, 2]}, {"name": "v", "shape": [3]}, {"name": "x", "shape": []}]
 SOLUTION = {"m": [[1.0, -2.0], [0.5, 0.0]], "v": [0.25, 0.5, 0.25], "x": 100.0}
@@ -58,6 +59,7 @@ def test_wrong_cells_format_and_partial_credit():
         "correct": False,
         "wrong_cells": [[]],
         "message": "Not within the tolerance of the expected value.",
+        "follows": False,
     }
 
 
@@ -123,11 +125,14 @@ def test_a_transposed_matrix_gets_a_hint():
     assert "transposed" in err.value.errors["out"]
 
 
-# --- Diagnosis -------------------------------------------------------------------------
+# --- Diagnosis ---------------------------------------------------------------------------
 
-# (code, kind, params) where the mistake changes the answer for a default-sized variant.
+# (code, kind, params) where the mistake applies.
 DIAGNOSES = [
     ("no_scale", "attention", {}),
+    ("divided_by_d_k", "attention", {"d_k": 4}),
+    ("divided_by_d_k", "causal", {"d_k": 4}),
+    ("divided_by_d_k", "scaling", {}),
     ("no_mask", "attention", {"mask": "causal"}),
     ("mask_after_softmax", "causal", {}),
     ("mask_as_zero_score", "attention", {"mask": "padding", "n": 4}),
@@ -135,16 +140,19 @@ DIAGNOSES = [
     ("scores_transposed", "attention", {}),
     ("k_not_transposed", "attention", {"n": 2}),
     ("weights_transposed_in_output", "attention", {}),
-    ("scale_by_d_model", "multi_head", {}),
+    ("weights_transposed_in_output", "multi_head", {}),
+    ("scale_by_d_model", "multi_head", {"heads": 4, "d_head": 2}),
     ("d_model_for_d_k", "shapes", {}),
     ("pe_concatenated", "positional_encoding", {}),
+    ("pe_interleaved", "positional_encoding", {"layout": "sines_then_cosines"}),
     ("pe_sin_cos_swapped", "positional_encoding", {}),
     ("sd_for_variance", "scaling", {}),
-    ("divided_by_d_k", "scaling", {}),
     ("scale_swapped", "scaling", {}),
     ("bytes_one_head", "cost", {}),
     ("share_qk_only", "cost", {}),
+    ("params_with_biases", "cost", {}),
 ]
+IDS = [f"{code}-{kind}" for code, kind, _ in DIAGNOSES]
 
 
 def test_every_mistake_is_declared_by_some_kind_and_tested():
@@ -152,76 +160,64 @@ def test_every_mistake_is_declared_by_some_kind_and_tested():
     assert declared == set(MISTAKES) == {code for code, _, _ in DIAGNOSES}
 
 
-def _distinct_variant(generate, code, kind_name, params):
-    """A seed whose mistaken answer differs from the right one beyond tolerance."""
-    for seed in range(50):
-        kind, g = generate(kind_name, seed=seed, **params)
-        variant = kind.answers_under(g.inputs, MISTAKES[code].recipe)
-        if not variant:
-            continue
-        wrong = {}
-        for part, alt in variant.items():
-            if part not in g.solution:
-                continue
-            expected = np.asarray(g.solution[part], dtype=float)
-            if np.isfinite(alt).all() and not np.allclose(
-                alt, expected, rtol=g.rtol, atol=g.atol + 1e-9
-            ):
-                wrong[part] = np.asarray(alt).tolist()
-        if wrong:
-            return kind, g, wrong
-    raise AssertionError(f"no seed makes {code} visible for {kind_name}")
+def _as_json(answers):
+    return {part: np.asarray(value).tolist() for part, value in answers.items()}
 
 
-@pytest.mark.parametrize("code, kind_name, params", DIAGNOSES, ids=[d[0] for d in DIAGNOSES])
-def test_diagnosis_fires_on_the_mistaken_answer(code, kind_name, params, generate):
-    kind, g, wrong = _distinct_variant(generate, code, kind_name, params)
-    answers = {**g.solution, **wrong}
-    r = check_answers(
+def _mistaken(code, kind_name, params, seeds=range(40)):
+    """A variant (as offered) and the answers of a learner who makes ``code`` on it."""
+    kind = get_kind(kind_name)
+    normalized = kind.normalize_params(params)
+    for seed in seeds:
+        g = draw_variant(kind, normalized, seed)
+        answers = kind.answers_under(g.inputs, MISTAKES[code].recipe)
+        if answers is not None:
+            return kind, g, _as_json(answers)
+    raise AssertionError(f"{code} never applies to {kind_name} {params}")
+
+
+def _check(kind, g, answers):
+    return check_answers(
         asks=g.asks,
         solution=g.solution,
         answers=answers,
         rtol=g.rtol,
         atol=g.atol,
         inputs=g.inputs,
-        kind=kind_name,
-    )
-    assert not r.correct
-    found = {d["code"]: d for d in r.diagnosis}
-    assert code in found
-    assert set(found[code]["parts"]) == set(wrong)
-    for part in wrong:
-        assert MISTAKES[code].text in r.parts[part].message
-        assert not r.parts[part].correct
-
-
-@pytest.mark.parametrize("code, kind_name, params", DIAGNOSES, ids=[d[0] for d in DIAGNOSES])
-def test_diagnosis_stays_silent_on_the_right_answer_and_on_noise(code, kind_name, params, generate):
-    kind, g, wrong = _distinct_variant(generate, code, kind_name, params)
-    right = check_answers(
-        asks=g.asks,
-        solution=g.solution,
-        answers=g.solution,
-        rtol=g.rtol,
-        atol=g.atol,
-        inputs=g.inputs,
         kind=kind,
     )
-    assert right.correct and right.diagnosis == []
+
+
+@pytest.mark.parametrize("code, kind_name, params", DIAGNOSES, ids=IDS)
+def test_the_mistake_is_named_once_at_the_first_wrong_step(code, kind_name, params):
+    kind, g, answers = _mistaken(code, kind_name, params)
+    r = _check(kind, g, answers)
+    assert not r.correct
+    step = r.first_wrong
+    names = [a["name"] for a in g.asks]
+    # Every part before the first wrong step is right.
+    assert all(r.parts[name].correct for name in names[: names.index(step)])
+    assert code in [d["code"] for d in r.diagnosis]
+    assert all(d["parts"] == [step] for d in r.diagnosis)
+    text = MISTAKES[code].text
+    assert sum(p.message.count(text) for p in r.parts.values()) == 0  # once, in the diagnosis
+    assert "first wrong step" in r.parts[step].message
+
+
+@pytest.mark.parametrize("code, kind_name, params", DIAGNOSES, ids=IDS)
+def test_diagnosis_stays_silent_on_the_right_answer_and_on_noise(code, kind_name, params):
+    kind, g, _ = _mistaken(code, kind_name, params)
+    right = _check(kind, g, g.solution)
+    assert right.correct and right.diagnosis == [] and right.first_wrong is None
     # A wrong answer that matches no known mistake: every cell tripled plus 7.
     noise = {
-        a["name"]: (np.asarray(g.solution[a["name"]], dtype=float) * 3 + 7).tolist() for a in g.asks
+        a["name"]: (np.asarray(g.solution[a["name"]], dtype=float) * 3 + 7)
+        .astype(int if a.get("exact") else float)
+        .tolist()
+        for a in g.asks
     }
-    r = check_answers(
-        asks=g.asks,
-        solution=g.solution,
-        answers=noise,
-        rtol=g.rtol,
-        atol=g.atol,
-        inputs=g.inputs,
-        kind=kind,
-    )
-    assert r.diagnosis == [] and r.score == 0
+    r = _check(kind, g, noise)
+    assert r.diagnosis == [] and not r.correct
 
 
 def test_renormalising_after_the_softmax_is_the_right_answer(generate):
@@ -231,34 +227,16 @@ def test_renormalising_after_the_softmax_is_the_right_answer(generate):
     w = np.exp(scores - scores.max(1, keepdims=True))
     w = np.where(np.array(g.inputs["mask"]), 0, w)
     w /= w.sum(1, keepdims=True)
-    r = check_answers(
-        asks=g.asks,
-        solution=g.solution,
-        answers={"weights": w.tolist()},
-        rtol=g.rtol,
-        atol=g.atol,
-        inputs=g.inputs,
-        kind=kind,
-    )
-    assert r.correct
+    assert _check(kind, g, {"weights": w.tolist()}).correct
 
 
-def test_a_carried_error_in_the_output_is_diagnosed_too(generate):
-    kind, g = generate("attention", seed=3)
-    variant = kind.answers_under(g.inputs, MISTAKES["no_scale"].recipe)
-    answers = {
-        "scores": g.solution["scores"],
-        "weights": variant["weights"].tolist(),
-        "output": variant["output"].tolist(),
-    }
-    r = check_answers(
-        asks=g.asks,
-        solution=g.solution,
-        answers=answers,
-        rtol=g.rtol,
-        atol=g.atol,
-        inputs=g.inputs,
-        kind=kind,
+@pytest.mark.parametrize("seed", range(12))
+def test_right_weights_with_a_transposed_mix_are_never_told_softmax_down_the_columns(seed):
+    kind = get_kind("multi_head")
+    g = draw_variant(kind, kind.normalize_params({}), seed)
+    answers = _as_json(
+        kind.answers_under(g.inputs, MISTAKES["weights_transposed_in_output"].recipe)
     )
-    assert r.parts["scores"].correct
-    assert [d["parts"] for d in r.diagnosis if d["code"] == "no_scale"] == [["weights", "output"]]
+    r = _check(kind, g, answers)
+    assert r.first_wrong == "output"
+    assert [d["code"] for d in r.diagnosis] == ["weights_transposed_in_output"]

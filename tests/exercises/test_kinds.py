@@ -37,7 +37,10 @@ def test_same_params_and_seed_give_the_same_variant(name, generate):
     assert (a.inputs, a.solution, a.prompt) == (b.inputs, b.solution, b.prompt)
 
 
-@pytest.mark.parametrize("name", ["attention", "causal", "padding", "multi_head", "scaling"])
+@pytest.mark.parametrize(
+    "name",
+    ["attention", "causal", "padding", "multi_head", "scaling", "projection", "shapes", "cost"],
+)
 def test_other_seeds_give_other_inputs(name, generate):
     variants = {json.dumps(generate(name, seed=s)[1].inputs) for s in range(5)}
     assert len(variants) > 1
@@ -129,8 +132,8 @@ def test_attention_masks_are_in_the_inputs_and_zero_the_weights(mask, generate):
     np.testing.assert_allclose(w.sum(axis=1), 1)
 
 
-def test_projection_default_is_the_lessons_bag_delayed_refund(generate):
-    _, g = generate("projection")
+def test_projection_lesson_preset_fixed_is_the_lessons_bag_delayed_refund(generate):
+    _, g = generate("projection", vary=False)
     assert g.inputs["X"] == np.eye(3, dtype=int).tolist()
     assert g.inputs["W_Q"] == [[1, 0], [0, 1], [1, 1]]
     np.testing.assert_allclose(g.solution["weights"], LESSON_WEIGHTS, atol=5e-4)
@@ -139,7 +142,7 @@ def test_projection_default_is_the_lessons_bag_delayed_refund(generate):
 
 
 def test_projection_lesson_with_causal_mask_matches_the_lesson_table(generate):
-    _, g = generate("projection", mask="causal")
+    _, g = generate("projection", mask="causal", vary=False)
     np.testing.assert_allclose(g.solution["weights"], LESSON_CAUSAL, atol=5e-4)
 
 
@@ -193,7 +196,7 @@ def test_multi_head_parts_per_head_and_engine_agrees_with_a_loop(generate):
 
 
 def test_shapes_for_the_lessons_two_head_block(generate):
-    _, g = generate("shapes", n=6, heads=2, d_head=4)
+    _, g = generate("shapes", n=6, heads=2, d_head=4, vary=False)
     assert g.inputs == {"n": 6, "d_model": 8, "heads": 2}
     assert g.solution["Q_shape"] == [6, 4]
     assert g.solution["scores_shape"] == [6, 6]
@@ -239,7 +242,9 @@ def test_quadratic_part_crosses_half_at_six_d_model(d_model):
 
 
 def test_cost_kind_counts(generate):
-    _, g = generate("cost", n=4096, d_model=1024, heads=16, layers=24, bytes_per_entry=2)
+    _, g = generate(
+        "cost", n=4096, d_model=1024, heads=16, layers=24, bytes_per_entry=2, vary=False
+    )
     assert g.solution["score_entries"] == 16_777_216
     # The lesson's table: 4,096 tokens take 33.55 MB per head and layer at 2 bytes.
     assert g.solution["score_entries"] * 2 == 33_554_432
@@ -250,7 +255,7 @@ def test_cost_kind_counts(generate):
 
 
 def test_parameter_counts_at_512_match_the_lesson(generate):
-    _, g = generate("cost", d_model=512)
+    _, g = generate("cost", d_model=512, vary=False)
     assert round(g.solution["attention_params"] / 1e6, 1) == 1.0
     assert round(g.solution["ffn_params"] / 1e6, 1) == 2.1
 
@@ -264,3 +269,97 @@ def test_largest_sizes_generate(name):
     g = kind.generate(kind.normalize_params(big), np.random.default_rng(3))
     for ask in g.asks:
         assert list(np.shape(g.solution[ask["name"]])) == ask["shape"]
+
+
+def test_projection_lesson_preset_varies_the_token_sequence_by_default(generate):
+    sequences = set()
+    for seed in range(40):
+        _, g = generate("projection", seed=seed)
+        assert g.inputs["W_Q"] == [[1, 0], [0, 1], [1, 1]]  # the lesson's hand-set projections
+        X = np.array(g.inputs["X"])
+        assert (X.sum(axis=1) == 1).all()
+        tokens = g.inputs["tokens"]
+        assert [("bag", "delayed", "refund")[i] for i in X.argmax(axis=1)] == tokens
+        assert len(set(tokens)) >= 2
+        assert " ".join(tokens) in g.prompt
+        sequences.add(tuple(tokens))
+    assert len(sequences) >= 10
+
+
+@pytest.mark.parametrize("name", ["shapes", "cost"])
+def test_sizes_vary_near_the_given_ones_unless_fixed(name, generate):
+    kind = get_kind(name)
+    given = {p: s.default for p, s in kind.params.items() if s.type == "int"}
+    seen = {json.dumps(generate(name, seed=s)[1].inputs) for s in range(30)}
+    assert len(seen) > 5
+    fixed = {json.dumps(generate(name, seed=s, vary=False)[1].inputs) for s in range(5)}
+    assert len(fixed) == 1
+    for s in range(30):
+        inputs = generate(name, seed=s)[1].inputs
+        assert given["n"] // 4 <= inputs["n"] <= given["n"] * 4
+
+
+def test_cost_counts_are_exact_and_its_prompt_does_not_ask_for_decimals(generate):
+    _, g = generate("cost", vary=False)
+    exact = {a["name"] for a in g.asks if a.get("exact")}
+    assert exact == {"score_entries", "score_bytes", "attention_params", "ffn_params"}
+    assert "three decimals" not in g.prompt
+    assert all(type(g.solution[name]) is int for name in exact)
+
+
+def test_scaling_scores_have_variance_near_d_k_and_only_the_unscaled_row_saturates():
+    from exercises.variants import draw_variant
+
+    kind = get_kind("scaling")
+    for d_k in (4, 16, 1024):
+        params = kind.normalize_params({"d_k": d_k, "n": 6})
+        scores = []
+        for seed in range(60):
+            g = draw_variant(kind, params, seed)
+            scores.extend(g.inputs["scores"])
+            assert max(g.solution["weights_unscaled"]) >= 0.9 > max(g.solution["weights_scaled"])
+        # Drawn with variance d_k (and a selection for saturation): the spread grows with d_k.
+        assert 0.3 * d_k < np.var(scores) < 6 * d_k
+    for narrow in (1, 2, 3):
+        with pytest.raises(ParamError) as err:
+            kind.normalize_params({"d_k": narrow})
+        assert err.value.field == "d_k"
+
+
+@pytest.mark.parametrize(
+    "name, params, field",
+    [
+        ("attention", {"d_k": 1}, "d_k"),
+        ("causal", {"d_k": 1}, "d_k"),
+        ("multi_head", {"d_head": 1}, "d_head"),
+        ("projection", {"preset": "random", "d_k": 1}, "d_k"),
+        ("attention", {"n": 2, "mask": "padding"}, "n"),
+        ("shapes", {"n": 4, "d_head": 4, "vary": False}, "n"),
+    ],
+)
+def test_parameters_that_cannot_test_what_they_ask_are_refused(name, params, field):
+    with pytest.raises(ParamError) as err:
+        get_kind(name).normalize_params(params)
+    assert err.value.field == field
+
+
+@pytest.mark.parametrize("name", ["attention", "multi_head", "projection"])
+def test_width_one_is_fine_without_scaling(name):
+    key = "d_head" if name == "multi_head" else "d_k"
+    extra = {"preset": "random"} if name == "projection" else {}
+    params = get_kind(name).normalize_params({key: 1, "scale": False, **extra})
+    assert params[key] == 1
+
+
+def test_positional_encoding_layouts_are_named_in_the_prompt(generate):
+    kind, paper = generate("positional_encoding", d_model=4, positions=2)
+    assert "interleaved" in paper.prompt and "not the one asked" in paper.prompt
+    _, lab = generate("positional_encoding", d_model=4, positions=2, layout="sines_then_cosines")
+    assert "first $d_{model}/2$ dimensions hold" in lab.prompt
+    assert paper.inputs["positions"] == lab.inputs["positions"]
+    p = paper.inputs["positions"][0]
+    a, b = np.array(paper.solution[f"pe_{p}"]), np.array(lab.solution[f"pe_{p}"])
+    # The same numbers, the dimensions reordered.
+    np.testing.assert_allclose(np.concatenate([a[0::2], a[1::2]]), b)
+    _, either = generate("positional_encoding", layout="either")
+    assert "Either layout is accepted" in either.prompt

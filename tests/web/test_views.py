@@ -321,6 +321,7 @@ def test_wrong_cells_are_marked_and_right_answers_solve(client_for, learner):
     html = client.get(f"/exercises/{exercise.pk}/").content.decode()
     assert "Not quite" in html
     assert 'aria-label="output row 2 column 1" aria-invalid="true"' in html
+    assert 'role="img" aria-label="wrong"' in html and 'role="img" aria-label="right"' in html
     assert html.count('aria-invalid="true"') == 1
     right = _answers_fields(exercise, exercise.solution)
     client.post(f"/exercises/{exercise.pk}/submit/", right)
