@@ -1,8 +1,8 @@
 """Writes of the study core: transactions, locking and idempotency live here."""
 
+from ..decks import DeckFileError, ImportReport, deck_export, deck_import
 from .accounts import profile_update, register, timezone_names, validate_timezone
 from .cards import card_create, card_update, cards_set_active
-from .decks import DeckFileError, ImportReport, deck_export, deck_import
 from .enrollment import EnrollResult, enroll, unenroll
 from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled, ReviewError
 from .exercise_reviews import exercise_for_review, exercise_review_submit, exercises_for_review

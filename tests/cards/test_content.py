@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
+from cards.decks import deck_load, deck_validate
 from cards.management.commands.load_starter_content import starter_files
 from cards.models import Card, Deck
 from cards.rendering import render_markdown
-from cards.services.decks import deck_load, deck_validate
 from exercises.kinds import get_kind
 
 SLUG = "attention-and-transformers"

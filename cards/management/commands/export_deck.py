@@ -6,8 +6,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from cards.decks import deck_dump, deck_export
 from cards.models import Deck
-from cards.services.decks import deck_dump, deck_export
 
 
 class Command(BaseCommand):
