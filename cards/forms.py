@@ -1,4 +1,4 @@
-"""Forms of the learner pages. Rules stay in ``cards.services``; these only parse."""
+"""Forms of the learner pages and the staff's card editor; they parse, and apply ``cards.rules``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from zoneinfo import available_timezones
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
+
+from . import rules
+from .models import Card
 
 HOURS = [(hour, f"{hour:02d}:00") for hour in range(24)]
 
@@ -59,3 +62,54 @@ class ReviewForm(forms.Form):
     # The upper bound is the largest id a row can have; beyond it SQLite overflows.
     card = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     result = forms.ChoiceField(choices=[("pass", "Good"), ("fail", "Again")])
+
+
+class CardAdminForm(forms.ModelForm):
+    """The staff's card editor: the card rules of ``cards.rules``, as the API and deck files."""
+
+    class Meta:
+        model = Card
+        fields = [
+            "deck",
+            "key",
+            "kind",
+            "position",
+            "is_active",
+            "tags",
+            "prompt",
+            "answer",
+            "exercise",
+        ]
+
+    def clean(self):
+        cleaned = super().clean()
+        fields = ("kind", "prompt", "answer", "exercise")
+        if any(name in self.errors for name in fields):
+            return cleaned  # a field already failed on its own; its message says why
+        instance = self.instance
+        values = {
+            name: cleaned.get(name, getattr(instance, name, None) if instance else None)
+            for name in fields
+        }
+        for field, messages in rules.card_problems(
+            answer=values["answer"] or "",
+            kind=values["kind"],
+            prompt=values["prompt"] or "",
+            exercise=values["exercise"],
+        ).items():
+            # "exercise.params.n" is shown on the exercise field as "params.n: ...".
+            name, _, detail = field.partition(".")
+            self.add_error(name, [f"{detail}: {m}" if detail else m for m in messages])
+        self._check_key(cleaned)
+        return cleaned
+
+    def _check_key(self, cleaned) -> None:
+        deck, key = cleaned.get("deck"), cleaned.get("key")
+        if not key or deck is None or "key" in self.errors:
+            return
+        clash = Card.objects.filter(deck=deck, key=key)
+        if self.instance.pk:
+            clash = clash.exclude(pk=self.instance.pk)
+        for message in rules.key_problems(key, taken=clash.exists()).get("key", []):
+            # Named here, the unique constraint is not checked again with its own wording.
+            self.add_error("key", message)

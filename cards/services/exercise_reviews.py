@@ -11,14 +11,14 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 
 from exercises.kinds import ParamError, UnknownKindError
 from exercises.models import Exercise
 from exercises.services import SubmitOutcome, attempt_submit, exercise_create
 
 from .. import selectors
-from ..models import ExerciseBinding, ReviewState
+from ..models import Card, ExerciseBinding, ReviewState
 from .errors import NotDue, NotScheduled
 from .reviews import exercise_review_record
 
@@ -65,9 +65,6 @@ def exercises_for_review(
                     )
                 else:
                     ExerciseBinding.objects.filter(pk=binding.pk).update(exercise=exercise)
-        except (UnknownKindError, ParamError) as exc:
-            logger.error("Card %s has an invalid exercise spec: %s", state.card_id, exc)
-            continue
         except IntegrityError:
             # A concurrent request bound one first: use that one.
             exercise = (
@@ -75,8 +72,53 @@ def exercises_for_review(
                 .get(learner=learner, card_id=state.card_id, study_day=today)
                 .exercise
             )
+        except DatabaseError:
+            raise
+        except Exception as exc:
+            # Stored parameters a kind no longer accepts, or a generator that fails on
+            # them: the card is passed over in the queue, flagged for staff, logged once.
+            generation_failed(card=state.card, error=exc)
+            continue
+        if state.card.generation_error:
+            generation_recovered(card=state.card)
         bound[state.card_id] = exercise
     return bound
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, UnknownKindError):
+        return error.message
+    if isinstance(error, ParamError):
+        return f"params.{error.field}: {error.message}"
+    return f"{type(error).__name__}: {error}"
+
+
+def generation_failed(*, card: Card, error: Exception) -> bool:
+    """Flag an exercise card that cannot generate; True (and one log line) the first time.
+
+    The conditional UPDATE flags the card once however many requests fail on it at
+    the same moment, so the log holds one line per breakage, not one per page view.
+    """
+    message = _describe(error)[:2000]
+    flagged = Card.objects.filter(pk=card.pk, generation_error="").update(generation_error=message)
+    card.generation_error = message
+    if flagged:
+        logger.error(
+            "Exercise card %s (deck %s) cannot generate its exercise; it is passed over in "
+            "review queues until it is fixed: %s",
+            card.pk,
+            card.deck_id,
+            message,
+            exc_info=not isinstance(error, (UnknownKindError, ParamError)),
+        )
+    return bool(flagged)
+
+
+def generation_recovered(*, card: Card) -> None:
+    """Clear the flag of a card that generated again (its kind's limits were restored)."""
+    if Card.objects.filter(pk=card.pk).exclude(generation_error="").update(generation_error=""):
+        logger.info("Exercise card %s generates again", card.pk)
+    card.generation_error = ""
 
 
 def exercise_for_review(*, learner, card, today: dt.date) -> Exercise | None:
