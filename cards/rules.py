@@ -116,7 +116,8 @@ def card_problems(*, kind: Any, prompt: Any, answer: Any, exercise: Any) -> Prob
         _add(problems, "prompt", "Expected Markdown text, got an empty string.")
     if kind in ANSWERED_KINDS and isinstance(answer, str) and not answer.strip():
         # A recall or interview card is graded against its answer.
-        _add(problems, "answer", f"A {kind} card needs an answer (Markdown).")
+        article = "An" if kind == "interview" else "A"
+        _add(problems, "answer", f"{article} {kind} card needs an answer (Markdown).")
     if kind == "exercise":
         if exercise is None:
             _add(problems, "exercise", "An exercise card needs {kind, params}.")
