@@ -171,7 +171,7 @@ def test_cost_and_size_facts_match_the_formulas(deck):
     base = by_key["base-model-dimensions"].answer
     for fact in ("d_{model} = 512", "h = 8", "d_k = d_v = 64", "N = 6", "d_{ff} = 2048"):
         assert fact in base
-    assert "1033" in by_key["dot-product-variance"].answer
+    assert "1,033" in by_key["dot-product-variance"].answer
 
 
 def test_reloading_changes_nothing(deck):
