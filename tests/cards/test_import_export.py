@@ -437,7 +437,12 @@ def test_yaml_export_writes_multiline_text_as_block_literals():
     call_command("load_starter_content", stdout=io.StringIO())
     text = deck_dump(deck_export(deck=Deck.objects.get(slug="attention-and-transformers")))
     assert "  prompt: |" in text
-    assert "\\n" not in text
+    multiline = [
+        event
+        for event in yaml.parse(text)
+        if isinstance(event, yaml.ScalarEvent) and "\n" in event.value
+    ]
+    assert multiline and all(event.style == "|" for event in multiline)
 
 
 # --- Commands ----------------------------------------------------------------------------------
@@ -584,3 +589,16 @@ def test_import_deck_from_the_shell_refuses_an_alias_bomb_with_one_clear_line(tm
     assert result.returncode == 1
     assert "YAML anchors and aliases are not allowed in deck files" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_export_deck_takes_another_format_from_its_table_of_writers(tmp_path, monkeypatch):
+    from cards.management.commands import export_deck
+
+    deck_import(data=_doc())
+    monkeypatch.setitem(export_deck.WRITERS, "bin", lambda deck: deck.slug.encode() + b"\x00")
+    monkeypatch.setitem(export_deck.SUFFIXES, ".bin", "bin")
+    target = tmp_path / "toy.bin"
+    call_command("export_deck", "toy-deck", "-o", str(target), stderr=io.StringIO())
+    assert target.read_bytes() == b"toy-deck\x00"
+    with pytest.raises(CommandError, match="binary: give a file with -o"):
+        call_command("export_deck", "toy-deck", "--format", "bin", stdout=io.StringIO())

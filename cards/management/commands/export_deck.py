@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from cards.decks import deck_dump, deck_export
 from cards.models import Deck
+
+# Output formats: name -> writer of the whole deck (text or bytes). Another format is
+# one entry here and, if it has one, its file extension in SUFFIXES.
+WRITERS: dict[str, Callable[[Deck], str | bytes]] = {
+    "yaml": lambda deck: deck_dump(deck_export(deck=deck), fmt="yaml"),
+    "json": lambda deck: deck_dump(deck_export(deck=deck), fmt="json"),
+}
+SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
+DEFAULT_FORMAT = "yaml"
 
 
 class Command(BaseCommand):
@@ -18,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("-o", "--output", help="Write to this file instead of standard output.")
         parser.add_argument(
             "--format",
-            choices=("yaml", "json"),
+            choices=tuple(WRITERS),
             help="Output format; by default taken from the output file's extension, else yaml.",
         )
 
@@ -32,11 +42,17 @@ class Command(BaseCommand):
         output = options["output"]
         fmt = options["format"]
         if fmt is None:
-            fmt = "json" if output and Path(output).suffix.lower() == ".json" else "yaml"
-        text = deck_dump(deck_export(deck=deck), fmt=fmt)
+            suffix = Path(output).suffix.lower() if output else ""
+            fmt = SUFFIXES.get(suffix, DEFAULT_FORMAT)
+        content = WRITERS[fmt](deck)
         if output:
-            Path(output).write_text(text, encoding="utf-8")
+            if isinstance(content, bytes):
+                Path(output).write_bytes(content)
+            else:
+                Path(output).write_text(content, encoding="utf-8")
             count = deck.cards.count()
             self.stderr.write(f"Wrote deck {slug!r} ({count} cards) to {output}.")
+        elif isinstance(content, bytes):
+            raise CommandError(f"The {fmt} format is binary: give a file with -o.")
         else:
-            self.stdout.write(text, ending="")
+            self.stdout.write(content, ending="")
