@@ -1,9 +1,9 @@
 """Deck files as text: read YAML or JSON into a document, and write a document back.
 
 Reading refuses what a content author would regret: a key given twice in one
-mapping (the parser keeps the last without a word), and YAML anchors and aliases
-(a few hundred bytes of nested aliases expand to billions of nodes, and an alias
-inside its own anchor never ends).
+mapping (the parser keeps the last without a word), and YAML aliases (a few hundred
+bytes of nested aliases expand to billions of nodes, and an alias inside its own
+anchor never ends).
 """
 
 from __future__ import annotations
@@ -89,36 +89,36 @@ def _json_duplicates(value: Any, path: str = "") -> list[str]:
     return errors
 
 
-def _refuse_yaml_aliases(text: str, loader_class: type) -> None:
-    """Refuse anchors (``&name``) and aliases (``*name``) before any node is built.
+def _yaml_aliases(root: yaml.Node) -> list[str]:
+    """The first alias in a composed document, named by path and by what it repeats.
 
-    Reading the event stream is linear in the text, so a file of nested aliases is
-    refused at once instead of being expanded, and a self-referencing alias never
-    reaches the recursive checks.
+    An alias is the same node object reached twice, so one walk that never enters a
+    node twice finds it: in time linear in the text, however far the aliases would
+    expand, and without looping on an alias inside its own anchor.
     """
-    loader = loader_class(text)
-    try:
-        while loader.check_event():
-            event = loader.get_event()
-            anchor = getattr(event, "anchor", None)
-            if isinstance(event, yaml.AliasEvent) or anchor is not None:
-                mark = event.start_mark
-                what = (
-                    f"alias *{anchor}"
-                    if isinstance(event, yaml.AliasEvent)
-                    else f"anchor &{anchor}"
-                )
-                raise DeckFileError(
-                    [
-                        "YAML anchors and aliases are not allowed in deck files: "
-                        f"line {mark.line + 1} column {mark.column + 1} has {what}; "
-                        "write the content out in full"
-                    ]
-                )
-    except yaml.YAMLError as exc:
-        raise _syntax_error(exc) from exc
-    finally:
-        loader.dispose()
+    seen: dict[int, yaml.Node] = {}
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            mark = node.start_mark
+            return [
+                "YAML anchors and aliases are not allowed in deck files: "
+                f"{path or 'the document'} is an alias of the content anchored at line "
+                f"{mark.line + 1} column {mark.column + 1}; write the content out in full"
+            ]
+        seen[id(node)] = node
+        if isinstance(node, yaml.MappingNode):
+            children = [
+                (value, _at(path, key.value if isinstance(key, yaml.ScalarNode) else "?"))
+                for key, value in node.value
+            ] + [(key, path) for key, _ in node.value if not isinstance(key, yaml.ScalarNode)]
+        elif isinstance(node, yaml.SequenceNode):
+            children = [(item, f"{path}[{index}]") for index, item in enumerate(node.value)]
+        else:
+            children = []
+        stack.extend(reversed(children))
+    return []
 
 
 def _syntax_error(exc: yaml.YAMLError) -> DeckFileError:
@@ -173,13 +173,14 @@ def deck_load(source: Any, *, name: str | None = None) -> Any:
         if duplicates:
             raise DeckFileError(duplicates)
         return document
-    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    _refuse_yaml_aliases(text, loader_class)
-    loader = loader_class(text)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         node = loader.get_single_node()
         if node is None:  # only comments or blank lines
             raise DeckFileError([_EMPTY])
+        aliases = _yaml_aliases(node)
+        if aliases:
+            raise DeckFileError(aliases)
         duplicates = _yaml_duplicates(node)
         if duplicates:
             raise DeckFileError(duplicates)

@@ -554,8 +554,8 @@ SELF_ALIAS = "format: 1\ndeck: &deck\n  slug: loop\n  title: Loop\n  itself: *de
 @pytest.mark.parametrize(
     ("text", "where"),
     [
-        (ALIAS_BOMB, "line 2 column 5 has anchor &l0"),
-        (SELF_ALIAS, "line 2 column 7 has anchor &deck"),
+        (ALIAS_BOMB, "l1[0] is an alias of the content anchored at line 2 column 5"),
+        (SELF_ALIAS, "deck.itself is an alias of the content anchored at line 2 column 7"),
     ],
     ids=["alias-bomb", "self-referencing-alias"],
 )
