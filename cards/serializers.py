@@ -175,6 +175,9 @@ class CardSerializer(serializers.ModelSerializer):
 
     def update(self, instance, validated_data):
         tags = validated_data.pop("tags", None)
+        # The card passed the card rules: a generation failure recorded earlier is cleared
+        # (a card that still fails is flagged again at its next review).
+        validated_data["generation_error"] = ""
         return services.card_update(card=instance, tags=tags, **validated_data)
 
 

@@ -23,6 +23,16 @@ from .validate import deck_validate
 # Cards are planned and written in chunks: bounded memory per statement, and a
 # natural unit for progress reporting on large files.
 CHUNK = 500
+CARD_FIELDS = (
+    "key",
+    "kind",
+    "prompt",
+    "answer",
+    "exercise",
+    "position",
+    "is_active",
+    "generation_error",
+)
 
 
 @dataclass(frozen=True)
@@ -125,9 +135,7 @@ def deck_import(
         tag_ids = _ensure_tags({tag for card in spec.cards for tag in card.tags})
         matched_ids: set[int] = set()
         created = updated = unchanged = activated = 0
-        fields = [
-            "key", "kind", "prompt", "answer", "exercise", "position", "is_active", "updated_at",
-        ]  # fmt: skip
+        fields = [*CARD_FIELDS, "updated_at"]
 
         offset = 0
         for chunk in _chunks(spec.cards, CHUNK):
@@ -149,6 +157,9 @@ def deck_import(
                     "exercise": card_spec.exercise,
                     "position": position,
                     "is_active": card_spec.active,
+                    # The file passed the card rules, so a generation failure recorded
+                    # earlier no longer holds.
+                    "generation_error": "",
                 }
                 if card is None:
                     new_cards.append(Card(deck=deck, created_at=now, updated_at=now, **values))

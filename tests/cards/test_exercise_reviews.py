@@ -173,7 +173,9 @@ def mixed_deck(db):
         exercise={"kind": "attention", "params": {"n": 3}},
         position=0,
     )
-    Card.objects.create(deck=deck, key="shapes", kind="recall", prompt="Shapes?", answer="(n, n)")
+    Card.objects.create(
+        deck=deck, key="shapes", kind="recall", prompt="Shapes?", answer="(n, n)", position=1
+    )
     return deck
 
 
@@ -275,3 +277,28 @@ def test_staff_see_the_flag_in_the_admin_and_saving_the_fix_clears_it(
     )
     assert saved.status_code == 302
     assert Card.objects.get(pk=broken.pk).generation_error == ""
+
+
+def test_fixing_the_card_through_the_api_or_a_deck_file_clears_the_flag(
+    api, staff_api, mixed_deck, learner
+):
+    from cards.decks import deck_export, deck_import
+
+    with time_machine.travel(START, tick=False):
+        api.post("/api/v1/decks/mixed/enroll/")
+    card = _break("heads")
+    with time_machine.travel(START + dt.timedelta(days=1), tick=False):
+        api.get("/api/v1/reviews/due/")
+    assert Card.objects.get(pk=card.pk).generation_error
+    fixed = staff_api.patch(
+        f"/api/v1/cards/{card.pk}/",
+        {"exercise": {"kind": "attention", "params": {"n": 4}}},
+        format="json",
+    )
+    assert fixed.status_code == 200, fixed.content
+    assert Card.objects.get(pk=card.pk).generation_error == ""
+
+    Card.objects.filter(pk=card.pk).update(generation_error="params.n: out of range")
+    document = deck_export(deck=mixed_deck)
+    assert deck_import(data=document).updated == 1
+    assert Card.objects.get(pk=card.pk).generation_error == ""
