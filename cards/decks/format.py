@@ -52,7 +52,8 @@ def _yaml_duplicates(node: yaml.Node, path: str = "") -> list[str]:
                 if first is None:
                     first_line[(key_node.tag, key)] = line
                 else:
-                    errors.append(f"{_at(path, key)}: given twice (lines {first} and {line}); keep one")  # fmt: skip
+                    where = _at(path, key)
+                    errors.append(f"{where}: given twice (lines {first} and {line}); keep one")
             errors += _yaml_duplicates(value_node, _at(path, key))
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):

@@ -7,9 +7,10 @@ ReviewState. A card's position in the deck is its index in ``cards``.
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -18,7 +19,7 @@ from django.utils import timezone
 from cards.models import Card, Deck, Enrollment, Tag
 
 from .format import deck_load, is_source
-from .validate import deck_validate
+from .validate import CardSpec, DeckSpec, deck_validate
 
 # Cards are planned and written in chunks: bounded memory per statement, and a
 # natural unit for progress reporting on large files.
@@ -113,98 +114,19 @@ def deck_import(
     now = timezone.now()
 
     with transaction.atomic():
-        deck, deck_created = Deck.objects.select_for_update().get_or_create(
-            slug=spec.slug, defaults={"title": spec.title, "description": spec.description}
-        )
-        if not deck_created and (deck.title, deck.description) != (spec.title, spec.description):
-            deck.title, deck.description = spec.title, spec.description
-            deck.save(update_fields=["title", "description", "updated_at"])
-
-        existing = list(Card.objects.filter(deck=deck))
-        by_key = {card.key: card for card in existing if card.key}
-        keyless: dict[tuple[str, str], list[Card]] = {}
-        for card in existing:
-            if not card.key:
-                keyless.setdefault((card.kind, card.prompt), []).append(card)
-        current_tags: dict[int, set[str]] = {}
-        for card_id, tag_name in Card.tags.through.objects.filter(card__deck=deck).values_list(
-            "card_id", "tag__name"
-        ):
-            current_tags.setdefault(card_id, set()).add(tag_name)
-
+        deck, deck_created = _deck_for(spec)
+        plan = _Plan.of(deck, now)
         tag_ids = _ensure_tags({tag for card in spec.cards for tag in card.tags})
-        matched_ids: set[int] = set()
-        created = updated = unchanged = activated = 0
-        fields = [*CARD_FIELDS, "updated_at"]
-
         offset = 0
         for chunk in _chunks(spec.cards, CHUNK):
-            new_cards: list[Card] = []
-            changed: list[Card] = []
-            retagged: list[int] = []  # matched cards whose only edit is their tags
-            wanted_tags: dict[str, tuple[str, ...]] = {}
-            for position, card_spec in enumerate(chunk, start=offset):
-                card = by_key.get(card_spec.key)
-                if card is None:
-                    candidates = keyless.get((card_spec.kind, card_spec.prompt))
-                    card = candidates.pop(0) if candidates else None
-                wanted_tags[card_spec.key] = card_spec.tags
-                values = {
-                    "key": card_spec.key,
-                    "kind": card_spec.kind,
-                    "prompt": card_spec.prompt,
-                    "answer": card_spec.answer,
-                    "exercise": card_spec.exercise,
-                    "position": position,
-                    "is_active": card_spec.active,
-                    # The file passed the card rules, so a generation failure recorded
-                    # earlier no longer holds.
-                    "generation_error": "",
-                }
-                if card is None:
-                    new_cards.append(Card(deck=deck, created_at=now, updated_at=now, **values))
-                    created += 1
-                    activated += card_spec.active
-                    continue
-                matched_ids.add(card.pk)
-                if card_spec.active and not card.is_active:
-                    activated += 1
-                fields_differ = any(getattr(card, name) != value for name, value in values.items())
-                tags_differ = current_tags.get(card.pk, set()) != set(card_spec.tags)
-                if fields_differ:
-                    for name, value in values.items():
-                        setattr(card, name, value)
-                    card.updated_at = now
-                    changed.append(card)
-                elif tags_differ:
-                    retagged.append(card.pk)
-                if fields_differ or tags_differ:
-                    updated += 1
-                else:
-                    unchanged += 1
+            plan.write(plan.chunk(chunk, offset), tag_ids)
             offset += len(chunk)
-
-            Card.objects.bulk_create(new_cards, batch_size=CHUNK)
-            Card.objects.bulk_update(changed, fields, batch_size=CHUNK)
-            if retagged:
-                # A tag-only edit is an edit too: keep updated_at honest for API clients.
-                Card.objects.filter(pk__in=retagged).update(updated_at=now)
-            _sync_tags(deck, wanted_tags, tag_ids)
             if progress is not None:
                 progress(len(chunk))
-
-        deactivated = 0
-        if deactivate_missing:
-            missing = [
-                card.pk for card in existing if card.pk not in matched_ids and card.is_active
-            ]
-            for ids in _chunks(missing, CHUNK):
-                deactivated += Card.objects.filter(pk__in=ids).update(
-                    is_active=False, updated_at=now
-                )
+        deactivated = plan.deactivate_missing() if deactivate_missing else 0
 
         scheduling = ""
-        if activated and Enrollment.objects.filter(deck=deck).exists():
+        if plan.activated and Enrollment.objects.filter(deck=deck).exists():
             scheduling = _schedule_new_cards(deck.pk)
         if dry_run:
             # Everything ran, so the counts are exact; nothing is kept and
@@ -214,13 +136,139 @@ def deck_import(
     return ImportReport(
         deck=spec.slug,
         deck_created=deck_created,
-        created=created,
-        updated=updated,
-        unchanged=unchanged,
+        created=plan.created,
+        updated=plan.updated,
+        unchanged=plan.unchanged,
         deactivated=deactivated,
         dry_run=dry_run,
         scheduling="" if dry_run else scheduling,
     )
+
+
+def _deck_for(spec: DeckSpec) -> tuple[Deck, bool]:
+    """The deck by slug, locked for the import; its title and description as the file says."""
+    deck, created = Deck.objects.select_for_update().get_or_create(
+        slug=spec.slug, defaults={"title": spec.title, "description": spec.description}
+    )
+    if not created and (deck.title, deck.description) != (spec.title, spec.description):
+        deck.title, deck.description = spec.title, spec.description
+        deck.save(update_fields=["title", "description", "updated_at"])
+    return deck, created
+
+
+@dataclass
+class _Writes:
+    """One chunk's writes: new cards, changed cards, tag-only edits and wanted tags."""
+
+    new: list[Card] = field(default_factory=list)
+    changed: list[Card] = field(default_factory=list)
+    retagged: list[int] = field(default_factory=list)
+    tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass
+class _Plan:
+    """The deck's cards as they are, matched against the file's, with the counts so far."""
+
+    deck: Deck
+    now: dt.datetime
+    existing: list[Card]
+    by_key: dict[str, Card]
+    keyless: dict[tuple[str, str], list[Card]]
+    current_tags: dict[int, set[str]]
+    matched_ids: set[int] = field(default_factory=set)
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    activated: int = 0
+
+    @classmethod
+    def of(cls, deck: Deck, now: dt.datetime) -> _Plan:
+        existing = list(Card.objects.filter(deck=deck))
+        keyless: dict[tuple[str, str], list[Card]] = {}
+        for card in existing:
+            if not card.key:
+                keyless.setdefault((card.kind, card.prompt), []).append(card)
+        current_tags: dict[int, set[str]] = {}
+        links = Card.tags.through.objects.filter(card__deck=deck)
+        for card_id, tag_name in links.values_list("card_id", "tag__name"):
+            current_tags.setdefault(card_id, set()).add(tag_name)
+        return cls(
+            deck=deck,
+            now=now,
+            existing=existing,
+            by_key={card.key: card for card in existing if card.key},
+            keyless=keyless,
+            current_tags=current_tags,
+        )
+
+    def _match(self, spec: CardSpec) -> Card | None:
+        card = self.by_key.get(spec.key)
+        if card is None:
+            candidates = self.keyless.get((spec.kind, spec.prompt))
+            card = candidates.pop(0) if candidates else None
+        return card
+
+    def chunk(self, specs: list[CardSpec], offset: int) -> _Writes:
+        writes = _Writes()
+        for position, spec in enumerate(specs, start=offset):
+            card = self._match(spec)
+            writes.tags[spec.key] = spec.tags
+            values = {
+                "key": spec.key,
+                "kind": spec.kind,
+                "prompt": spec.prompt,
+                "answer": spec.answer,
+                "exercise": spec.exercise,
+                "position": position,
+                "is_active": spec.active,
+                # The file passed the card rules, so a generation failure recorded
+                # earlier no longer holds.
+                "generation_error": "",
+            }
+            if card is None:
+                writes.new.append(
+                    Card(deck=self.deck, created_at=self.now, updated_at=self.now, **values)
+                )
+                self.created += 1
+                self.activated += spec.active
+                continue
+            self.matched_ids.add(card.pk)
+            self.activated += spec.active and not card.is_active
+            fields_differ = any(getattr(card, name) != value for name, value in values.items())
+            tags_differ = self.current_tags.get(card.pk, set()) != set(spec.tags)
+            if fields_differ:
+                for name, value in values.items():
+                    setattr(card, name, value)
+                card.updated_at = self.now
+                writes.changed.append(card)
+            elif tags_differ:
+                writes.retagged.append(card.pk)  # the only edit is its tags
+            if fields_differ or tags_differ:
+                self.updated += 1
+            else:
+                self.unchanged += 1
+        return writes
+
+    def write(self, writes: _Writes, tag_ids: dict[str, int]) -> None:
+        Card.objects.bulk_create(writes.new, batch_size=CHUNK)
+        Card.objects.bulk_update(writes.changed, [*CARD_FIELDS, "updated_at"], batch_size=CHUNK)
+        if writes.retagged:
+            # A tag-only edit is an edit too: keep updated_at honest for API clients.
+            Card.objects.filter(pk__in=writes.retagged).update(updated_at=self.now)
+        _sync_tags(self.deck, writes.tags, tag_ids)
+
+    def deactivate_missing(self) -> int:
+        """Deactivate the deck's active cards that the file does not list."""
+        missing = [
+            card.pk for card in self.existing if card.pk not in self.matched_ids and card.is_active
+        ]
+        deactivated = 0
+        for ids in _chunks(missing, CHUNK):
+            deactivated += Card.objects.filter(pk__in=ids).update(
+                is_active=False, updated_at=self.now
+            )
+        return deactivated
 
 
 def _sync_tags(deck: Deck, wanted: dict[str, tuple[str, ...]], tag_ids: dict[str, int]) -> None:

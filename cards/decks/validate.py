@@ -310,31 +310,15 @@ def _formulas_to_check(index: int, entry: Any) -> list[tuple[int, str, str]]:
     return out
 
 
-def deck_validate(
-    data: Any, *, stored_texts: Callable[[str], Collection[str]] | None = None
-) -> DeckSpec:
-    """Check a whole parsed document; raise ``DeckFileError`` listing every problem.
-
-    Converting formulas is the one costly check. When the rest of the file is sound,
-    ``stored_texts(slug)`` may name texts the deck already holds; those skip it, so
-    re-importing a large deck stays fast.
-    """
-    top = DeckFileSerializer(data=data)
-    errors = [] if top.is_valid() else _flatten(top.errors, "")
-    if not isinstance(data, Mapping):
-        raise DeckFileError(errors)
-    deck = top.validated_data.get("deck", {}) if not errors else {}
-    entries = data.get("cards") if isinstance(data.get("cards"), list) else []
-
-    seen_keys, by_entry = _explicit_keys(entries)
-    taken = set(seen_keys)
+def _card_specs(
+    entries: list, by_entry: dict[int, list[str]], *, taken: set[str]
+) -> list[CardSpec]:
+    """The entries that pass as ``CardSpec``; the others' errors go to ``by_entry``."""
     cards: list[CardSpec] = []
-    formulas: list[tuple[int, str, str]] = []
     # One serializer runs every entry, as DRF's ListSerializer runs its child: building
     # the fields once per file instead of once per card halves the cost of a large file.
     entry_serializer = CardEntrySerializer()
     for index, entry in enumerate(entries):
-        formulas += _formulas_to_check(index, entry)
         try:
             values = entry_serializer.run_validation(entry)
         except serializers.ValidationError as exc:
@@ -357,6 +341,30 @@ def deck_validate(
                 key_given=bool(values.get("key")),
             )
         )
+    return cards
+
+
+def deck_validate(
+    data: Any, *, stored_texts: Callable[[str], Collection[str]] | None = None
+) -> DeckSpec:
+    """Check a whole parsed document; raise ``DeckFileError`` listing every problem.
+
+    Converting formulas is the one costly check. When the rest of the file is sound,
+    ``stored_texts(slug)`` may name texts the deck already holds; those skip it, so
+    re-importing a large deck stays fast.
+    """
+    top = DeckFileSerializer(data=data)
+    errors = [] if top.is_valid() else _flatten(top.errors, "")
+    if not isinstance(data, Mapping):
+        raise DeckFileError(errors)
+    deck = top.validated_data.get("deck", {}) if not errors else {}
+    entries = data.get("cards") if isinstance(data.get("cards"), list) else []
+
+    seen_keys, by_entry = _explicit_keys(entries)
+    cards = _card_specs(entries, by_entry, taken=set(seen_keys))
+    formulas = [
+        item for index, entry in enumerate(entries) for item in _formulas_to_check(index, entry)
+    ]
 
     slug = deck.get("slug", "")
     sound = not errors and not by_entry
