@@ -4,7 +4,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 # Learners' records are shown, never edited, in the admin.
@@ -13,8 +13,10 @@ from exercises.admin import ReadOnlyAdmin
 from . import (
     admin_analysis,  # item analysis, reports, Anki export
     admin_beat,  # noqa: F401  (reminders sent)
+    rules,
     services,
 )
+from .forms import CardAdminForm
 from .models import Card, Deck, Enrollment, LearnerProfile, ReviewLog, ReviewState, Tag
 from .rendering import render_markdown
 from .services import privacy
@@ -45,8 +47,24 @@ class TagAdmin(admin.ModelAdmin):
     search_fields = ["name"]
 
 
+class GeneratesFilter(admin.SimpleListFilter):
+    title = "exercise generates"
+    parameter_name = "generates"
+
+    def lookups(self, request, model_admin):
+        return [("no", "No: failed at a review"), ("yes", "Yes")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "no":
+            return queryset.exclude(generation_error="")
+        if self.value() == "yes":
+            return queryset.filter(kind=Card.Kind.EXERCISE, generation_error="")
+        return queryset
+
+
 @admin.register(Card)
 class CardAdmin(admin.ModelAdmin):
+    form = CardAdminForm
     list_display = [
         "short_prompt",
         "deck",
@@ -54,21 +72,31 @@ class CardAdmin(admin.ModelAdmin):
         "tag_list",
         "position",
         "is_active",
+        "generates",
         "updated_at",
     ]
-    list_filter = ["deck", "kind", "is_active", ("tags", admin.RelatedOnlyFieldListFilter)]
+    list_filter = [
+        "deck",
+        "kind",
+        "is_active",
+        GeneratesFilter,
+        ("tags", admin.RelatedOnlyFieldListFilter),
+    ]
     list_editable = ["position"]
     list_select_related = ["deck"]
     search_fields = ["prompt", "answer", "key", "tags__name"]
     filter_horizontal = ["tags"]
-    readonly_fields = ["preview", "created_at", "updated_at"]
+    readonly_fields = ["preview", "generation_problem", "created_at", "updated_at"]
     actions = ["activate", "deactivate"]
     fieldsets = [
         (None, {"fields": ["deck", "key", "kind", "position", "is_active", "tags"]}),
-        ("Content", {"fields": ["prompt", "answer", "exercise"]}),
+        ("Content", {"fields": ["prompt", "answer", "exercise", "generation_problem"]}),
         ("Preview", {"fields": ["preview"]}),
         ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]
+
+    class Media:
+        css = {"all": ["css/admin-card-preview.css"]}
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("tags")
@@ -82,16 +110,52 @@ class CardAdmin(admin.ModelAdmin):
     def tag_list(self, card):
         return ", ".join(tag.name for tag in card.tags.all())
 
+    @admin.display(description="Generates", boolean=True)
+    def generates(self, card):
+        if card.kind != Card.Kind.EXERCISE:
+            return None
+        return not card.generation_error
+
+    @admin.display(description="Generation problem")
+    def generation_problem(self, card):
+        if not card.generation_error:
+            return "None: reviews generate this card's exercise." if card.pk else "-"
+        return format_html(
+            '<strong class="errornote">{}</strong><br>Learners pass over this card until it '
+            "generates again. Fix the parameters and save; the flag is cleared.",
+            card.generation_error,
+        )
+
     @admin.display(description="Rendered")
     def preview(self, card):
         if not card.pk:
             return "Save the card to see its preview."
+        warnings = rules.math_warnings(prompt=card.prompt, answer=card.answer)
         # render_markdown returns sanitised HTML (nh3), so it is safe to mark.
         return format_html(
-            '<div class="card-preview"><h4>Prompt</h4>{}<h4>Answer</h4>{}</div>',
+            '<div class="card-preview">{}<h4>Prompt</h4>{}<h4>Answer</h4>{}</div>',
+            format_html_join(
+                "",
+                '<p class="math-warning" role="alert">{}: {}</p>',
+                ((field.capitalize(), message) for field, ms in warnings.items() for message in ms),
+            ),
             mark_safe(render_markdown(card.prompt)),
             mark_safe(render_markdown(card.answer)),
         )
+
+    def save_model(self, request, obj, form, change):
+        # Staff saving the card is the fix for a flagged generation failure; a card
+        # that still fails is flagged again at its next review.
+        obj.generation_error = ""
+        super().save_model(request, obj, form, change)
+        for field, messages_ in rules.math_warnings(prompt=obj.prompt, answer=obj.answer).items():
+            for message in messages_:
+                self.message_user(
+                    request,
+                    f"Saved, but check the {field}: {message}. Learners see the TeX source "
+                    "in place of the formula.",
+                    messages.WARNING,
+                )
 
     @admin.action(description="Activate selected cards (they join learners' ladders)")
     def activate(self, request, queryset):

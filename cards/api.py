@@ -458,6 +458,7 @@ def _bound_exercises(request, rows, today) -> dict:
             spec=row["card__exercise"],
             binding_id=row["binding_id"],
             bound_exercise_id=row["bound_exercise_id"],
+            flagged=bool(row["card__generation_error"]),
         )
         for row in rows
         if row["card__kind"] == Card.Kind.EXERCISE

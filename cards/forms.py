@@ -1,4 +1,4 @@
-"""Forms of the learner pages. Rules stay in ``cards.services``; these only parse."""
+"""Forms of the learner pages and the staff's card editor; they parse, and apply ``cards.rules``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 
+from . import rules
+from .models import Card
 from .services.accounts import timezone_names
 
 HOURS = [(hour, f"{hour:02d}:00") for hour in range(24)]
@@ -104,3 +106,54 @@ class PauseForm(forms.Form):
         max_value=90,
         help_text="1 to 90 days. Nothing falls due meanwhile; due dates move on by the pause.",
     )
+
+
+class CardAdminForm(forms.ModelForm):
+    """The staff's card editor: the card rules of ``cards.rules``, as the API and deck files."""
+
+    class Meta:
+        model = Card
+        fields = [
+            "deck",
+            "key",
+            "kind",
+            "position",
+            "is_active",
+            "tags",
+            "prompt",
+            "answer",
+            "exercise",
+        ]
+
+    def clean(self):
+        cleaned = super().clean()
+        fields = ("kind", "prompt", "answer", "exercise")
+        if any(name in self.errors for name in fields):
+            return cleaned  # a field already failed on its own; its message says why
+        instance = self.instance
+        values = {
+            name: cleaned.get(name, getattr(instance, name, None) if instance else None)
+            for name in fields
+        }
+        for field, messages in rules.card_problems(
+            answer=values["answer"] or "",
+            kind=values["kind"],
+            prompt=values["prompt"] or "",
+            exercise=values["exercise"],
+        ).items():
+            # "exercise.params.n" is shown on the exercise field as "params.n: ...".
+            name, _, detail = field.partition(".")
+            self.add_error(name, [f"{detail}: {m}" if detail else m for m in messages])
+        self._check_key(cleaned)
+        return cleaned
+
+    def _check_key(self, cleaned) -> None:
+        deck, key = cleaned.get("deck"), cleaned.get("key")
+        if not key or deck is None or "key" in self.errors:
+            return
+        clash = Card.objects.filter(deck=deck, key=key)
+        if self.instance.pk:
+            clash = clash.exclude(pk=self.instance.pk)
+        for message in rules.key_problems(key, taken=clash.exists()).get("key", []):
+            # Named here, the unique constraint is not checked again with its own wording.
+            self.add_error("key", message)

@@ -59,6 +59,14 @@ class Card(models.Model):
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Set when a review could not generate this exercise card's exercise (the card is
+    # passed over in queues); cleared when it generates again or staff save the card.
+    generation_error = models.TextField(
+        blank=True,
+        default="",
+        editable=False,
+        help_text="Why the last attempt to generate this card's exercise failed.",
+    )
 
     class Meta:
         ordering = ["deck", "position", "id"]

@@ -156,6 +156,7 @@ DUE_PAGE_FIELDS = (
     "card__is_active",
     "card__created_at",
     "card__updated_at",
+    "card__generation_error",
 )
 
 

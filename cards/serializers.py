@@ -6,7 +6,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from . import services
+from . import rules, services
 from .fields import StrictBooleanField, StrictCharField, StrictChoiceField, StrictIntegerField
 from .models import Card, Deck, LearnerProfile, Report, ReviewLog
 
@@ -130,21 +130,12 @@ class ExerciseSpecSerializer(serializers.Serializer):
     params = serializers.DictField(required=False, default=dict)
 
     def validate(self, attrs):
-        from exercises.kinds import ParamError, get_kind
-
-        try:
-            kind = get_kind(attrs["kind"])
-        except KeyError as exc:
-            raise serializers.ValidationError(
-                {"kind": [f"Unknown exercise kind {attrs['kind']!r}."]}
-            ) from exc
-        params = dict(attrs.get("params") or {})
-        params.pop("seed", None)  # exercise cards always get a server-chosen seed
-        try:
-            kind.normalize_params(params)
-        except ParamError as exc:
-            raise serializers.ValidationError({f"params.{exc.field}": [str(exc)]}) from exc
-        return {"kind": attrs["kind"], "params": params}
+        # The card rules (cards.rules): a known kind, parameters it accepts, no seed.
+        spec = {"kind": attrs["kind"], "params": dict(attrs.get("params") or {})}
+        problems = rules.exercise_problems(spec)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return spec
 
 
 @extend_schema_field(
@@ -202,32 +193,26 @@ class CardSerializer(serializers.ModelSerializer):
         validators = []  # the unique (deck, key) constraint is checked in validate()
 
     def validate(self, attrs):
+        # The card rules shared with the admin and deck files (cards.rules).
         instance = self.instance
-        kind = attrs.get("kind", instance.kind if instance else None)
-        exercise = attrs.get("exercise", instance.exercise if instance else None)
-        if kind == Card.Kind.EXERCISE and not exercise:
-            raise serializers.ValidationError({"exercise": ["Exercise cards need {kind, params}."]})
-        if kind != Card.Kind.EXERCISE and exercise:
-            raise serializers.ValidationError(
-                {"exercise": ["Only cards of kind 'exercise' carry an exercise; send null."]}
-            )
-        answer = attrs.get("answer", instance.answer if instance else "")
-        if kind != Card.Kind.EXERCISE and not answer.strip():
-            # A recall or interview card is graded against its answer (and deck files
-            # require one, so every card the API makes can be exported and re-imported).
-            raise serializers.ValidationError(
-                {"answer": [f"A {kind} card needs an answer (Markdown)."]}
-            )
-        deck = attrs.get("deck", instance.deck if instance else None)
-        key = attrs.get("key", instance.key if instance else "")
-        if key:
+
+        def current(name, default):
+            return attrs.get(name, getattr(instance, name) if instance else default)
+
+        problems = rules.card_problems(
+            kind=current("kind", None),
+            prompt=current("prompt", ""),
+            answer=current("answer", ""),
+            exercise=current("exercise", None),
+        )
+        deck, key = current("deck", None), current("key", "")
+        if key and not problems:
             clash = Card.objects.filter(deck=deck, key=key)
             if instance:
                 clash = clash.exclude(pk=instance.pk)
-            if clash.exists():
-                raise serializers.ValidationError(
-                    {"key": ["Another card in this deck has this key."]}
-                )
+            problems = rules.key_problems(key, taken=clash.exists())
+        if problems:
+            raise serializers.ValidationError(problems)
         return attrs
 
     def create(self, validated_data):
@@ -236,6 +221,9 @@ class CardSerializer(serializers.ModelSerializer):
 
     def update(self, instance, validated_data):
         tags = validated_data.pop("tags", None)
+        # The card passed the card rules: a generation failure recorded earlier is cleared
+        # (a card that still fails is flagged again at its next review).
+        validated_data["generation_error"] = ""
         return services.card_update(card=instance, tags=tags, **validated_data)
 
 

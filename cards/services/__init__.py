@@ -1,9 +1,9 @@
 """Writes of the study core: transactions, locking and idempotency live here."""
 
+from ..decks import DeckFileError, ImportReport, deck_export, deck_import
 from .accounts import profile_update, register, timezone_names, validate_timezone
 from .cards import card_create, card_update, cards_set_active
 from .controls import card_bury, card_resume, card_suspend
-from .decks import DeckFileError, ImportReport, deck_export, deck_import
 from .enrollment import EnrollResult, enroll, unenroll
 from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled, ReviewError
 from .exercise_reviews import (

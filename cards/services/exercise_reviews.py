@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from exercises.kinds import ParamError, UnknownKindError
 from exercises.models import Exercise
@@ -20,7 +20,7 @@ from exercises.services import SubmitOutcome, attempt_submit, exercise_build
 
 from .. import selectors
 from ..metrics import EXERCISE_CHECKS
-from ..models import ExerciseBinding, ReviewState
+from ..models import Card, ExerciseBinding, ReviewState
 from .errors import NotDue, NotScheduled
 from .reviews import exercise_review_record
 
@@ -43,6 +43,8 @@ class DueExercise:
     spec: dict | None
     binding_id: int | None = None
     bound_exercise_id: int | None = None
+    # The card is flagged as failing to generate (``Card.generation_error``).
+    flagged: bool = False
 
 
 def _exercise_build(*, owner, kind: str, params: dict[str, Any]) -> Exercise:
@@ -142,8 +144,15 @@ def due_exercises_bind(
                 exercise = _exercise_build(owner=learner, kind=kind, params=params)
             seeds.add(exercise.seed)
             built.append((item, exercise))
-        except (UnknownKindError, ParamError) as exc:
-            logger.error("Card %s has an invalid exercise spec: %s", item.card_id, exc)
+        except DatabaseError:
+            raise
+        except Exception as exc:
+            # Stored parameters a kind no longer accepts, or a generator that fails on
+            # them: the card is passed over in the queue, flagged for staff, logged once.
+            generation_failed(card_id=item.card_id, error=exc)
+            continue
+        if item.flagged:
+            generation_recovered(card_id=item.card_id)
     if not built:
         return bound
     won = _bind_new(
@@ -190,9 +199,43 @@ def exercises_for_review(
                 spec=state.card.exercise,
                 binding_id=binding.pk if binding else None,
                 bound_exercise_id=binding.exercise_id if usable else None,
+                flagged=bool(state.card.generation_error),
             )
         )
     return due_exercises_bind(learner=learner, items=items, today=today)
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, UnknownKindError):
+        return error.message
+    if isinstance(error, ParamError):
+        return f"params.{error.field}: {error.message}"
+    return f"{type(error).__name__}: {error}"
+
+
+def generation_failed(*, card_id: int, error: Exception) -> bool:
+    """Flag an exercise card that cannot generate; True (and one log line) the first time.
+
+    The conditional UPDATE flags the card once however many requests fail on it at
+    the same moment, so the log holds one line per breakage, not one per page view.
+    """
+    message = _describe(error)[:2000]
+    flagged = Card.objects.filter(pk=card_id, generation_error="").update(generation_error=message)
+    if flagged:
+        logger.error(
+            "Exercise card %s cannot generate its exercise; it is passed over in review "
+            "queues until it is fixed: %s",
+            card_id,
+            message,
+            exc_info=not isinstance(error, (UnknownKindError, ParamError)),
+        )
+    return bool(flagged)
+
+
+def generation_recovered(*, card_id: int) -> None:
+    """Clear the flag of a card that generated again (its kind's limits were restored)."""
+    if Card.objects.filter(pk=card_id).exclude(generation_error="").update(generation_error=""):
+        logger.info("Exercise card %s generates again", card_id)
 
 
 def exercise_for_review(*, learner, card, today: dt.date) -> Exercise | None:

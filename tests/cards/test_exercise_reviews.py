@@ -5,6 +5,7 @@ import datetime as dt
 import numpy as np
 import pytest
 import time_machine
+from django.urls import reverse
 
 from cards.models import Card, Deck, ExerciseBinding, ReviewLog, ReviewState
 from exercises.models import Exercise
@@ -157,3 +158,148 @@ def test_a_time_zone_that_no_longer_resolves_falls_back_to_utc(api, learner):
         response = api.get("/api/v1/reviews/due/")
     assert response.status_code == 200
     assert response.json()["today"] == "2026-03-02"
+
+
+# --- A card that cannot generate never blocks the queue -------------------------------------
+
+
+@pytest.fixture
+def mixed_deck(db):
+    deck = Deck.objects.create(slug="mixed", title="Mixed")
+    Card.objects.create(
+        deck=deck,
+        key="heads",
+        kind="exercise",
+        prompt="Two heads by hand",
+        exercise={"kind": "attention", "params": {"n": 3}},
+        position=0,
+    )
+    Card.objects.create(
+        deck=deck, key="shapes", kind="recall", prompt="Shapes?", answer="(n, n)", position=1
+    )
+    return deck
+
+
+def _break(card_key: str) -> Card:
+    # As after a kind's limits change: the stored parameters are no longer accepted.
+    Card.objects.filter(key=card_key).update(exercise={"kind": "attention", "params": {"n": 99}})
+    return Card.objects.get(key=card_key)
+
+
+def test_a_card_that_cannot_generate_is_passed_over_flagged_and_logged_once(
+    api, mixed_deck, learner, caplog
+):
+    with time_machine.travel(START, tick=False):
+        api.post("/api/v1/decks/mixed/enroll/")
+    broken = _break("heads")
+    with time_machine.travel(START + dt.timedelta(days=1), tick=False), caplog.at_level("ERROR"):
+        pages = [api.get("/api/v1/reviews/due/").json() for _ in range(3)]
+    for page in pages:
+        assert page["count"] == 2
+        by_key = {item["card"]["key"]: item for item in page["results"]}
+        assert by_key["heads"]["exercise"] is None  # nothing to answer: pass over it
+        assert by_key["shapes"]["card"]["kind"] == "recall"
+    # The learner goes on with the rest of the queue.
+    recall = Card.objects.get(key="shapes")
+    with time_machine.travel(START + dt.timedelta(days=1), tick=False):
+        done = api.post("/api/v1/reviews/", {"card": recall.pk, "result": "pass"}, format="json")
+    assert done.status_code == 201
+    broken.refresh_from_db()
+    assert "params.n" in broken.generation_error and "Expected a value" in broken.generation_error
+    lines = [r for r in caplog.records if "cannot generate" in r.getMessage()]
+    assert len(lines) == 1, [r.getMessage() for r in caplog.records]
+    assert str(broken.pk) in lines[0].getMessage()
+    assert not Exercise.objects.exists()
+
+
+def test_the_review_page_passes_over_it_and_logs_nothing_more(
+    client, api, mixed_deck, learner, caplog
+):
+    with time_machine.travel(START, tick=False):
+        api.post("/api/v1/decks/mixed/enroll/")
+    _break("heads")
+    client.force_login(learner)
+    with time_machine.travel(START + dt.timedelta(days=1), tick=False), caplog.at_level("ERROR"):
+        api.get("/api/v1/reviews/due/")
+        pages = [client.get("/review/") for _ in range(2)]
+    for page in pages:
+        assert page.status_code == 200
+        assert page.context["card"].key == "shapes"
+        assert page.context["skipped"] == 1
+    assert len([r for r in caplog.records if "cannot generate" in r.getMessage()]) == 1
+
+
+def test_a_card_that_generates_again_loses_its_flag(api, mixed_deck, learner):
+    with time_machine.travel(START, tick=False):
+        api.post("/api/v1/decks/mixed/enroll/")
+    _break("heads")
+    with time_machine.travel(START + dt.timedelta(days=1), tick=False):
+        api.get("/api/v1/reviews/due/")
+        assert Card.objects.get(key="heads").generation_error
+        Card.objects.filter(key="heads").update(exercise={"kind": "attention", "params": {"n": 3}})
+        page = api.get("/api/v1/reviews/due/").json()
+    by_key = {item["card"]["key"]: item for item in page["results"]}
+    assert by_key["heads"]["exercise"]["kind"] == "attention"
+    assert Card.objects.get(key="heads").generation_error == ""
+
+
+def test_staff_see_the_flag_in_the_admin_and_saving_the_fix_clears_it(
+    client, api, staff, mixed_deck, learner
+):
+    with time_machine.travel(START, tick=False):
+        api.post("/api/v1/decks/mixed/enroll/")
+    broken = _break("heads")
+    with time_machine.travel(START + dt.timedelta(days=1), tick=False):
+        api.get("/api/v1/reviews/due/")
+    staff.is_superuser = True
+    staff.save()
+    client.force_login(staff)
+    changelist = reverse("admin:cards_card_changelist")
+    flagged = client.get(changelist, {"generates": "no"})
+    assert list(flagged.context["cl"].queryset) == [broken]
+    fine = client.get(changelist, {"generates": "yes"})
+    assert broken not in fine.context["cl"].queryset
+    assert "Generates" in client.get(changelist).content.decode()
+    page = client.get(reverse("admin:cards_card_change", args=[broken.pk])).content.decode()
+    assert "Learners pass over this card" in page and "params.n" in page
+
+    saved = client.post(
+        reverse("admin:cards_card_change", args=[broken.pk]),
+        {
+            "deck": mixed_deck.pk,
+            "key": "heads",
+            "kind": "exercise",
+            "position": 0,
+            "is_active": "on",
+            "prompt": broken.prompt,
+            "answer": "",
+            "exercise": '{"kind": "attention", "params": {"n": 3}}',
+        },
+    )
+    assert saved.status_code == 302
+    assert Card.objects.get(pk=broken.pk).generation_error == ""
+
+
+def test_fixing_the_card_through_the_api_or_a_deck_file_clears_the_flag(
+    api, staff_api, mixed_deck, learner
+):
+    from cards.decks import deck_export, deck_import
+
+    with time_machine.travel(START, tick=False):
+        api.post("/api/v1/decks/mixed/enroll/")
+    card = _break("heads")
+    with time_machine.travel(START + dt.timedelta(days=1), tick=False):
+        api.get("/api/v1/reviews/due/")
+    assert Card.objects.get(pk=card.pk).generation_error
+    fixed = staff_api.patch(
+        f"/api/v1/cards/{card.pk}/",
+        {"exercise": {"kind": "attention", "params": {"n": 4}}},
+        format="json",
+    )
+    assert fixed.status_code == 200, fixed.content
+    assert Card.objects.get(pk=card.pk).generation_error == ""
+
+    Card.objects.filter(pk=card.pk).update(generation_error="params.n: out of range")
+    document = deck_export(deck=mixed_deck)
+    assert deck_import(data=document).updated == 1
+    assert Card.objects.get(pk=card.pk).generation_error == ""

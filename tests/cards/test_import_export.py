@@ -9,6 +9,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -18,14 +19,14 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from cards import services
-from cards.models import Card, Deck, Enrollment, ReviewState, Tag
-from cards.services.decks import (
+from cards.decks import (
     DeckFileError,
     deck_dump,
     deck_export,
     deck_import,
     deck_load,
 )
+from cards.models import Card, Deck, Enrollment, ReviewState, Tag
 
 pytestmark = pytest.mark.django_db
 REPO = Path(__file__).resolve().parents[2]
@@ -137,15 +138,15 @@ BAD_FILES = [
     ),
     (
         _set(["cards", 3, "exercise", "params"], {"n": 99}),
-        "cards[3].exercise.params.n: Expected a value from 2",
+        "cards[3].exercise.params.n: expected a value from 2",
     ),
     (
         _set(["cards", 3, "exercise", "params"], {"shape": 1}),
-        "cards[3].exercise.params.shape: Unknown parameter for kind 'attention'",
+        "cards[3].exercise.params.shape: unknown parameter for kind 'attention'",
     ),
     (
         _set(["cards", 3, "exercise", "params"], {"seed": 7}),
-        "cards[3].exercise.params.seed: an exercise card gets a fresh seed at every review",
+        "cards[3].exercise.params.seed: remove the seed: an exercise card gets a fresh, server-chosen seed at every review",
     ),
     (_set(["cards", 3, "exercise", "params"], [1]), "cards[3].exercise.params: expected a mapping"),
 ]
@@ -436,7 +437,12 @@ def test_yaml_export_writes_multiline_text_as_block_literals():
     call_command("load_starter_content", stdout=io.StringIO())
     text = deck_dump(deck_export(deck=Deck.objects.get(slug="attention-and-transformers")))
     assert "  prompt: |" in text
-    assert "\\n" not in text
+    multiline = [
+        event
+        for event in yaml.parse(text)
+        if isinstance(event, yaml.ScalarEvent) and "\n" in event.value
+    ]
+    assert multiline and all(event.style == "|" for event in multiline)
 
 
 # --- Commands ----------------------------------------------------------------------------------
@@ -535,3 +541,64 @@ def test_enrollments_survive_a_reimport(learner, tmp_path):
     call_command("import_deck", str(_write(tmp_path, _doc())), stdout=io.StringIO())
     assert Enrollment.objects.filter(learner=learner, deck=deck).exists()
     assert ReviewState.objects.filter(learner=learner).count() == 4
+
+
+# A "billion laughs" file: ten nested levels of nine aliases each, under 1 KB of text
+# that a YAML loader would expand to 9**10 (about 3.5 billion) strings.
+ALIAS_BOMB = "format: 1\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10)
+)
+SELF_ALIAS = "format: 1\ndeck: &deck\n  slug: loop\n  title: Loop\n  itself: *deck\ncards: []\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (ALIAS_BOMB, "l1[0] is an alias of the content anchored at line 2 column 5"),
+        (SELF_ALIAS, "deck.itself is an alias of the content anchored at line 2 column 7"),
+    ],
+    ids=["alias-bomb", "self-referencing-alias"],
+)
+def test_import_deck_refuses_yaml_aliases_quickly_and_without_a_traceback(tmp_path, text, where):
+    assert len(text.encode()) < 1024
+    path = tmp_path / "aliases.yaml"
+    path.write_text(text)
+    before = _counts()
+    started = time.perf_counter()
+    with pytest.raises(CommandError) as excinfo:
+        call_command("import_deck", str(path), stdout=io.StringIO())
+    assert time.perf_counter() - started < 1.0
+    message = str(excinfo.value)
+    assert "1 problem(s); nothing was imported" in message
+    assert "YAML anchors and aliases are not allowed in deck files" in message
+    assert where in message
+    assert "Traceback" not in message
+    assert _counts() == before
+
+
+def test_import_deck_from_the_shell_refuses_an_alias_bomb_with_one_clear_line(tmp_path):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(ALIAS_BOMB)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "import_deck", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "YAML anchors and aliases are not allowed in deck files" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_export_deck_takes_another_format_from_its_table_of_writers(tmp_path, monkeypatch):
+    from cards.management.commands import export_deck
+
+    deck_import(data=_doc())
+    monkeypatch.setitem(export_deck.WRITERS, "bin", lambda deck: deck.slug.encode() + b"\x00")
+    monkeypatch.setitem(export_deck.SUFFIXES, ".bin", "bin")
+    target = tmp_path / "toy.bin"
+    call_command("export_deck", "toy-deck", "-o", str(target), stderr=io.StringIO())
+    assert target.read_bytes() == b"toy-deck\x00"
+    with pytest.raises(CommandError, match="binary: give a file with -o"):
+        call_command("export_deck", "toy-deck", "--format", "bin", stdout=io.StringIO())

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
+from cards.decks import DeckFileError, deck_dump, deck_export, deck_import, deck_load
 from cards.models import Card, Deck, Enrollment, ReviewState, Tag
-from cards.services.decks import DeckFileError, deck_dump, deck_export, deck_import, deck_load
 
 pytestmark = pytest.mark.django_db
 

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from cards.anki import deck_apkg
+from cards.decks import deck_dump, deck_export
 from cards.models import Deck
-from cards.services.decks import deck_dump, deck_export
+
+# Output formats: name -> writer of the whole deck (text or bytes). Another format is
+# one entry here and, if it has one, its file extension in SUFFIXES.
+WRITERS: dict[str, Callable[[Deck], str | bytes]] = {
+    "yaml": lambda deck: deck_dump(deck_export(deck=deck), fmt="yaml"),
+    "json": lambda deck: deck_dump(deck_export(deck=deck), fmt="json"),
+    "apkg": lambda deck: deck_apkg(deck=deck),
+}
+SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".apkg": "apkg"}
+DEFAULT_FORMAT = "yaml"
 
 
 class Command(BaseCommand):
@@ -19,7 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("-o", "--output", help="Write to this file instead of standard output.")
         parser.add_argument(
             "--format",
-            choices=("yaml", "json", "apkg"),
+            choices=tuple(WRITERS),
             help=(
                 "Output format (apkg: an Anki package, needs --output); by default taken from "
                 "the output file's extension, else yaml."
@@ -37,18 +48,16 @@ class Command(BaseCommand):
         fmt = options["format"]
         if fmt is None:
             suffix = Path(output).suffix.lower() if output else ""
-            fmt = {".json": "json", ".apkg": "apkg"}.get(suffix, "yaml")
-        if fmt == "apkg":
-            if not output:
-                raise CommandError("--format apkg writes a binary file: give --output FILE.apkg.")
-            Path(output).write_bytes(deck_apkg(deck=deck))
-            count = deck.cards.filter(is_active=True).count()
-            self.stderr.write(f"Wrote deck {slug!r} ({count} active cards) to {output}.")
-            return
-        text = deck_dump(deck_export(deck=deck), fmt=fmt)
+            fmt = SUFFIXES.get(suffix, DEFAULT_FORMAT)
+        content = WRITERS[fmt](deck)
         if output:
-            Path(output).write_text(text, encoding="utf-8")
+            if isinstance(content, bytes):
+                Path(output).write_bytes(content)
+            else:
+                Path(output).write_text(content, encoding="utf-8")
             count = deck.cards.count()
             self.stderr.write(f"Wrote deck {slug!r} ({count} cards) to {output}.")
+        elif isinstance(content, bytes):
+            raise CommandError(f"The {fmt} format is binary: give a file with -o.")
         else:
-            self.stdout.write(text, ending="")
+            self.stdout.write(content, ending="")

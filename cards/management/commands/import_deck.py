@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from cards.services.decks import DeckFileError, deck_import, deck_load, deck_validate
+from cards.decks import DeckFileError, deck_import, deck_load, deck_validate
 
 # Small files import in a blink; a bar would only add noise.
 PROGRESS_MIN_CARDS = 200

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from cards.services.decks import DeckFileError, deck_import
+from cards.decks import DeckFileError, deck_import
 
 CONTENT_DIR = Path(__file__).resolve().parents[2] / "content"
 

@@ -1,0 +1,171 @@
+"""The rules every card obeys, wherever it is written: the API, the admin and deck files.
+
+Each check returns problems as ``{field: [message, ...]}`` with dotted field names
+(``exercise.params.n``), so the API, the admin form and a deck file can each put a
+message beside the field it is about. Nothing here touches the database; the one
+rule that needs it (a key unique within its deck) takes the clashing card's
+existence as an argument.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from exercises.kinds import KINDS, ParamError, UnknownKindError, get_kind
+
+from .rendering import formula_renders, formulas
+
+CARD_KINDS = ("recall", "interview", "exercise")
+ANSWERED_KINDS = ("recall", "interview")
+MAX_TEXT_CHARS = 20_000
+KEY_MAX = 100
+TAG_MAX = 50
+EXERCISE_FIELDS = ("kind", "params")
+
+SEED_MESSAGE = (
+    "Remove the seed: an exercise card gets a fresh, server-chosen seed at every review, "
+    "so a seed on the card would never be used."
+)
+
+Problems = dict[str, list[str]]
+
+
+def type_name(value: Any) -> str:
+    """How a value reads in an error message: "a string", "a list", "null"."""
+    if value is None:
+        return "null"
+    names = {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a mapping",
+    }
+    return names.get(type(value), type(value).__name__)
+
+
+# Django's slug pattern (django.core.validators.slug_re), compiled once: a deck file
+# checks one per key and tag, and the lazy validator costs ten times as much.
+_SLUG = re.compile(r"[-a-zA-Z0-9_]+\Z")
+
+
+def is_slug(value: Any, max_length: int) -> bool:
+    return (
+        isinstance(value, str) and 0 < len(value) <= max_length and _SLUG.match(value) is not None
+    )
+
+
+def _add(problems: Problems, field: str, message: str) -> None:
+    problems.setdefault(field, []).append(message)
+
+
+def exercise_problems(spec: Any) -> Problems:
+    """Problems of an exercise spec ``{kind, params}``, keyed ``kind``, ``params``, ``params.<name>``.
+
+    A seed is refused: reviews always draw a fresh variant with a server-chosen seed.
+    """
+    problems: Problems = {}
+    if not isinstance(spec, Mapping):
+        _add(problems, "", f"Expected a mapping {{kind, params}}, got {type_name(spec)}.")
+        return problems
+    for name in sorted(set(spec) - set(EXERCISE_FIELDS), key=str):
+        _add(problems, str(name), "Unknown field; an exercise has only kind and params.")
+    kind_name = spec.get("kind")
+    params = spec.get("params")
+    if params is None:
+        params = {}
+    if not isinstance(params, Mapping):
+        _add(problems, "params", f"Expected a mapping, got {type_name(params)}.")
+    if not isinstance(kind_name, str) or not kind_name:
+        _add(problems, "kind", f"Expected an exercise kind name, got {type_name(kind_name)}.")
+        return problems
+    try:
+        kind = get_kind(kind_name)
+    except UnknownKindError:
+        _add(problems, "kind", f"Expected one of {', '.join(sorted(KINDS))}, got {kind_name!r}.")
+        return problems
+    if isinstance(params, Mapping):
+        if "seed" in params:
+            _add(problems, "params.seed", SEED_MESSAGE)
+            params = {name: value for name, value in params.items() if name != "seed"}
+        try:
+            kind.normalize_params(dict(params))
+        except ParamError as exc:
+            _add(problems, f"params.{exc.field}", exc.message)
+    return problems
+
+
+def card_problems(*, kind: Any, prompt: Any, answer: Any, exercise: Any) -> Problems:
+    """Problems of a card's content, keyed by field (``exercise.*`` for the exercise spec)."""
+    problems: Problems = {}
+    if kind not in CARD_KINDS:
+        _add(problems, "kind", f"Expected one of {', '.join(CARD_KINDS)}, got {kind!r}.")
+    for name, value in (("prompt", prompt), ("answer", answer)):
+        if not isinstance(value, str):
+            _add(problems, name, f"Expected Markdown text, got {type_name(value)}.")
+        elif len(value) > MAX_TEXT_CHARS:
+            _add(problems, name, f"Expected at most {MAX_TEXT_CHARS} characters, got {len(value)}.")
+        elif "\x00" in value:
+            # PostgreSQL text cannot hold NUL.
+            _add(problems, name, "Contains a NUL character (\\x00); remove it.")
+    if isinstance(prompt, str) and not prompt.strip() and "prompt" not in problems:
+        _add(problems, "prompt", "Expected Markdown text, got an empty string.")
+    if kind in ANSWERED_KINDS and isinstance(answer, str) and not answer.strip():
+        # A recall or interview card is graded against its answer.
+        article = "An" if kind == "interview" else "A"
+        _add(problems, "answer", f"{article} {kind} card needs an answer (Markdown).")
+    if kind == "exercise":
+        if exercise is None:
+            _add(problems, "exercise", "An exercise card needs {kind, params}.")
+        else:
+            for field, messages in exercise_problems(exercise).items():
+                for message in messages:
+                    _add(problems, f"exercise.{field}" if field else "exercise", message)
+    elif exercise is not None and kind in CARD_KINDS:
+        _add(
+            problems,
+            "exercise",
+            f"Only exercise cards carry one; expected null for a {kind} card.",
+        )
+    return problems
+
+
+def key_problems(key: Any, *, taken: bool = False) -> Problems:
+    """A card's key: a slug, unique within its deck (``taken`` says another card has it)."""
+    if key in (None, ""):
+        return {}
+    if not is_slug(key, KEY_MAX):
+        return {
+            "key": [f"Expected a slug (letters, digits, '-', '_'; at most {KEY_MAX}), got {key!r}."]
+        }
+    if taken:
+        return {
+            "key": [
+                f"Another card in this deck already has the key {key!r}; "
+                "keys are unique within a deck, so choose another one."
+            ]
+        }
+    return {}
+
+
+def broken_formula(text: str) -> str | None:
+    """The first ``$...$`` formula in ``text`` that the renderer cannot convert, if any."""
+    if "$" not in (text or ""):
+        return None
+    for tex, display in formulas(text):
+        if not formula_renders(tex, display):
+            return tex
+    return None
+
+
+def math_warnings(**texts: str) -> Problems:
+    """``{field: ["The formula $...$ does not render ..."]}`` for each text with broken TeX."""
+    problems: Problems = {}
+    for field, text in texts.items():
+        bad = broken_formula(text)
+        if bad is not None:
+            _add(problems, field, f"Math does not render: ${bad}$")
+    return problems

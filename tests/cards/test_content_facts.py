@@ -1,0 +1,405 @@
+"""The starter deck's claims, each run as the computation it describes.
+
+Every test here reads a card of cards/content/ and checks what it says against an
+independent NumPy computation (or the engine, where the card is about the engine's
+own convention). A card that teaches a false fact fails its test.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import numpy as np
+import pytest
+
+from cards.decks import deck_load, deck_validate
+from cards.management.commands.load_starter_content import CONTENT_DIR
+from exercises import engine
+from exercises.kinds import get_kind, quadratic_share
+
+
+@cache
+def cards() -> dict:
+    spec = deck_validate(deck_load(CONTENT_DIR / "attention-and-transformers.yaml"))
+    return {card.key: card for card in spec.cards if card.active}
+
+
+def flat(value: str) -> str:
+    return " ".join(value.split())
+
+
+def text(key: str) -> str:
+    """A card's prompt and answer, with line breaks and indentation folded to spaces."""
+    card = cards()[key]
+    return flat(card.prompt + "\n" + card.answer)
+
+
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def attention(Q, K, V, blocked=None):
+    """A plain reference: one query at a time, no tricks."""
+    out = np.empty((Q.shape[0], V.shape[1]))
+    for i, q in enumerate(Q):
+        s = K @ q / np.sqrt(Q.shape[1])
+        if blocked is not None:
+            s = np.where(blocked[i], -np.inf, s)
+        out[i] = softmax(s) @ V
+    return out
+
+
+def causal(n):
+    return np.triu(np.ones((n, n), dtype=bool), k=1)
+
+
+def numbers(vector: str) -> list[float]:
+    return [float(x) for x in vector.strip("()").split(",")]
+
+
+# --- Multi-head: split the width with reshape, then transpose --------------------------------
+
+
+def test_splitting_heads_is_reshape_then_transpose_and_a_plain_reshape_mixes_tokens():
+    card = text("multi-head-shapes")
+    assert "**reshape** each to $(n, 2, 4)$" in card and "**transpose**" in card
+    assert "$(2, n, n)$" in card and "mixing tokens across heads" in card
+
+    n, d_model, h = 6, 8, 2
+    d_head = d_model // h
+    Q = np.random.default_rng(0).normal(size=(n, d_model))
+    per_head = np.stack([Q[:, j * d_head : (j + 1) * d_head] for j in range(h)])  # (h, n, d)
+
+    split = Q.reshape(n, h, d_head).transpose(1, 0, 2)  # what the card says
+    assert split.shape == (h, n, d_head)
+    np.testing.assert_array_equal(split, per_head)
+    np.testing.assert_array_equal(split.transpose(1, 0, 2).reshape(n, d_model), Q)  # undone
+
+    plain = Q.reshape(h, n, d_head)  # what the card warns against
+    assert plain.shape == split.shape and not np.array_equal(plain, per_head)
+    # Head 0's second "token" is token 0's second half: two tokens' rows and two heads mixed.
+    np.testing.assert_array_equal(plain[0, 1], Q[0, d_head:])
+    np.testing.assert_array_equal(plain[0, 2], Q[1, :d_head])
+    assert all(not np.array_equal(plain[0, i], Q[i, :d_head]) for i in range(1, n))
+
+
+# --- Permutation equivariance holds only without a causal mask -------------------------------
+
+
+def test_permutation_equivariance_holds_without_a_mask_and_fails_with_the_causal_one():
+    assert "without a causal mask" in text("permutation-equivariance").lower()
+    assert "Haviv et al., 2022" in text("causal-mask-breaks-equivariance")
+    rng = np.random.default_rng(2)
+    n, d = 5, 4
+    X = rng.normal(size=(n, d))
+    Wq, Wk, Wv = (rng.normal(size=(d, d)) for _ in range(3))
+    perm = rng.permutation(n)
+
+    def attn(X, blocked=None):
+        return attention(X @ Wq, X @ Wk, X @ Wv, blocked)
+
+    np.testing.assert_allclose(attn(X[perm]), attn(X)[perm], atol=1e-12)
+    assert not np.allclose(attn(X[perm], causal(n)), attn(X, causal(n))[perm])
+
+    # The card's two-token example: swapping a and b changes b's output, not just its row.
+    a_b = attn(X[:2], causal(2))
+    b_a = attn(X[[1, 0]], causal(2))
+    assert not np.allclose(b_a[0], a_b[1])
+
+
+def test_with_positions_added_the_permutation_test_fails():
+    rng = np.random.default_rng(3)
+    n, d = 5, 8
+    X = rng.normal(size=(n, d))
+    Wq, Wk, Wv = (rng.normal(size=(d, d)) for _ in range(3))
+    P = engine.sinusoidal_positions(n, d)
+    perm = np.array([1, 0, 2, 3, 4])
+
+    def attn(X):
+        return attention(X @ Wq, X @ Wk, X @ Wv)
+
+    assert not np.allclose(attn(X[perm] + P), attn(X + P)[perm])
+
+
+# --- Sinusoids: a linear function of the offset, and two layouts of one encoding -------------
+
+
+def test_pe_of_pos_plus_k_is_one_linear_map_of_pe_of_pos_whatever_pos_is():
+    card = text("sinusoidal-positions")
+    assert "**linear function**" in card and "**may extrapolate**" in card
+    d, n, k = 16, 60, 7
+    pe = engine.sinusoidal_positions(n + k, d)
+    omega = 1 / 10000 ** (np.arange(0, d, 2) / d)
+    M = np.zeros((d, d))
+    for i, w in enumerate(omega):
+        c, s = np.cos(k * w), np.sin(k * w)
+        # (sin a, cos a) -> (sin(a + kw), cos(a + kw))
+        M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [[c, s], [-s, c]]
+    np.testing.assert_allclose(pe[k:], pe[:n] @ M.T, atol=1e-12)
+
+
+def lab_sinusoid(n, d):
+    """The lesson's lab code, verbatim: all sines, then all cosines."""
+    pos, i = np.arange(n)[:, None], np.arange(d // 2)[None]
+    ang = pos / 10000 ** (2 * i / d)
+    return np.concatenate([np.sin(ang), np.cos(ang)], axis=-1)
+
+
+@pytest.mark.parametrize("d", [4, 8, 64])
+def test_the_two_sinusoid_layouts_are_one_encoding_with_the_dimensions_reordered(d):
+    n = 50
+    paper = engine.sinusoidal_positions(n, d)  # interleaved, as in the formula
+    lab = lab_sinusoid(n, d)
+    assert not np.allclose(paper, lab)  # different layouts ...
+    order = np.r_[0:d:2, 1:d:2]  # sines (even dimensions), then cosines (odd)
+    np.testing.assert_allclose(paper[:, order], lab, atol=1e-12)  # ... same numbers
+    np.testing.assert_allclose(paper @ paper.T, lab @ lab.T, atol=1e-9)  # same similarities
+
+
+def test_the_layout_card_gives_both_layouts_numbers_right():
+    card = text("sinusoid-two-layouts")
+    assert "the same encoding with the dimensions reordered" in card
+    found = re.findall(r"Position 1(?: at \$d_\{model\} = 4\$)?:\s*\$(\([^$]+\))\$", card)
+    assert len(found) == 2, found
+    interleaved, concatenated = (numbers(v) for v in found)
+    np.testing.assert_allclose(interleaved, engine.sinusoidal_positions(2, 4)[1], atol=5e-4)
+    np.testing.assert_allclose(concatenated, lab_sinusoid(2, 4)[1], atol=5e-4)
+    pe_card = text("exercise-positional-encoding")
+    assert "interleaved" in pe_card and "sines come first" in pe_card
+
+
+# --- Cost: doubling n below the crossover is not linear ---------------------------------------
+
+
+def layer_cost(n, d):
+    return 12 * n * d * d + 2 * n * n * d
+
+
+def test_doubling_n_costs_two_times_one_plus_the_quadratic_share():
+    card = text("quadratic-crossover")
+    assert "roughly linear" not in card and "2.67x at $n = 3d$" in card and "$2(1 + s)$" in card
+    d = 1024
+    ratio = layer_cost(6 * d, d) / layer_cost(3 * d, d)
+    assert ratio == pytest.approx(2 * (1 + quadratic_share(3 * d, d)))
+    assert f"{ratio:.2f}" == "2.67"
+    assert layer_cost(12 * d, d) / layer_cost(6 * d, d) == pytest.approx(3)  # at the crossover
+    for n in (16, 512, 4096, 6144, 100_000):
+        assert layer_cost(2 * n, d) / layer_cost(n, d) == pytest.approx(
+            2 * (1 + quadratic_share(n, d))
+        )
+    assert layer_cost(2 * 64, d) / layer_cost(64, d) < 2.05  # far below: close to 2x
+
+
+# --- Why scale: the variance rule -------------------------------------------------------------
+
+
+def test_the_variance_of_a_dot_product_is_d_k():
+    card = text("dot-product-variance")
+    assert "the variance is 1,024 and the standard deviation 32" in card
+    assert "1,033" in card  # the simulation is named as such, not as the rule
+    rng = np.random.default_rng(0)
+    for d_k in (4, 16, 64, 256):
+        q = rng.standard_normal((8000, d_k))
+        k = rng.standard_normal((8000, d_k))
+        dots = (q * k).sum(axis=1)
+        assert dots.var() == pytest.approx(d_k, rel=0.06)
+        assert (dots / np.sqrt(d_k)).var() == pytest.approx(1, rel=0.06)
+
+
+# --- Worked examples ---------------------------------------------------------------------------
+
+
+def test_bank_session_gives_scaled_and_unscaled_weights_and_outputs():
+    card = flat(cards()["bank-session-by-hand"].answer)
+    keys = np.array([[1, 0, 0, 0], [1, 1, 0, 1], [0, 1, 1, 0]], dtype=float)
+    q2 = np.array([1, 1, 0, 1], dtype=float)
+    V = np.array([[1, 0], [0, 1], [1, 1]], dtype=float)
+    for divisor in (2.0, 1.0):  # scaled by sqrt(4), then unscaled
+        a = softmax(keys @ q2 / divisor)
+        weights = "(" + ", ".join(f"{x:.3f}" for x in a) + ")"
+        output = "(" + ", ".join(f"{x:.3f}" for x in a @ V) + ")"
+        assert weights in card and f"= {output}" in card, (weights, output)
+
+
+def test_causal_three_tokens_gives_its_inputs_and_they_produce_its_table():
+    card = cards()["causal-mask-three-tokens"]
+    rows = {
+        name: np.array([numbers(v) for v in re.findall(r"\(\d, ?\d\)", given)])
+        for name, given in re.findall(r"\$(W_[QK])\$ rows \$([^$]+)\$", flat(card.prompt))
+    }
+    assert set(rows) == {"W_Q", "W_K"}, rows
+    Q, K = np.eye(3) @ rows["W_Q"], np.eye(3) @ rows["W_K"]
+    A = softmax(np.where(causal(3), -np.inf, Q @ K.T / np.sqrt(2)))
+    for row in A:
+        cells = " | ".join("0" if v == 0 else f"{v:.3f}" for v in row)
+        assert cells in card.answer
+
+
+def test_each_worked_example_is_worked_in_one_card():
+    # The lesson's causal table and token 0's walk-through live in one card each.
+    holders = [key for key in cards() if "0.330" in text(key)]
+    assert holders == ["causal-mask-three-tokens"]
+    walked = [
+        key for key in cards() if "(1.000, 1.000)" in text(key) or "output $(1, 1)$" in text(key)
+    ]
+    assert walked == ["bag-delayed-refund-token-0"]
+
+
+# --- Cross-attention, the mask in training, residuals -----------------------------------------
+
+
+def test_cross_attention_shapes():
+    card = text("cross-attention-shapes")
+    for fact in ("$(n_q, d_k)$", "$(n_k, d_k)$", "$(n_k, d_v)$", "$(n_q, n_k)$", "$(n_q, d_v)$"):
+        assert fact in card
+    n_q, n_k, d_k, d_v = 3, 7, 4, 5
+    rng = np.random.default_rng(4)
+    Q, K, V = rng.normal(size=(n_q, d_k)), rng.normal(size=(n_k, d_k)), rng.normal(size=(n_k, d_v))
+    trace = engine.scaled_dot_product_attention(Q, K, V, return_intermediates=True)
+    assert np.shape(trace.scores) == (n_q, n_k) and np.shape(trace.weights) == (n_q, n_k)
+    np.testing.assert_allclose(np.sum(trace.weights, axis=1), 1)  # over the n_k source tokens
+    assert np.shape(trace.output) == (n_q, d_v)
+
+
+def test_masked_row_t_equals_attention_over_the_first_t_plus_one_tokens():
+    assert "row $t$ of the masked computation equals attention over the first $t + 1$" in text(
+        "mask-in-training-not-inference"
+    )
+    rng = np.random.default_rng(5)
+    n, d = 6, 4
+    Q, K, V = (rng.normal(size=(n, d)) for _ in range(3))
+    full = engine.scaled_dot_product_attention(Q, K, V, mask=causal(n))
+    for t in range(n):
+        prefix = attention(Q[: t + 1], K[: t + 1], V[: t + 1])
+        np.testing.assert_allclose(full[t], prefix[t], atol=1e-12)
+    # Without the mask, position t reads later tokens: changing the last one moves row 0.
+    V2 = V.copy()
+    V2[-1] += 5
+    assert not np.allclose(attention(Q, K, V2)[0], attention(Q, K, V)[0])
+    np.testing.assert_allclose(
+        attention(Q, K, V2, causal(n))[:-1], attention(Q, K, V, causal(n))[:-1], atol=1e-12
+    )
+
+
+def _lab_block_outputs(seed: int = 39):
+    """The lesson's lab block, with and without its residual connection."""
+    rng = np.random.default_rng(seed)
+    n, d_model, heads = 6, 8, 2
+    d_k = d_model // heads
+    Wq, Wk, Wv = (rng.normal(0, 0.5, (heads, d_model, d_k)) for _ in range(3))
+    Wo = rng.normal(0, 0.5, (heads * d_k, d_model))
+    X = rng.normal(size=(n, d_model))
+    outs = [attention(X @ Wq[h], X @ Wk[h], X @ Wv[h]) for h in range(heads)]
+    mixed = np.concatenate(outs, axis=-1) @ Wo
+    return X, engine.layer_norm(X + mixed), engine.layer_norm(mixed)
+
+
+def _cos(a, b):
+    return np.sum(a * b, axis=-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+
+
+def test_removing_the_residual_loses_the_token_and_makes_tokens_alike():
+    card = text("residual-and-layer-norm")
+    assert "cosine near 0 instead of about 0.5" in card and "more alike" in card
+    X, with_residual, without = _lab_block_outputs()
+    np.testing.assert_allclose(with_residual.mean(axis=-1), 0, atol=1e-8)  # LayerNorm rows
+    assert _cos(X, with_residual).mean() == pytest.approx(0.5, abs=0.2)
+    assert abs(_cos(X, without).mean()) < 0.15
+
+    def mean_pairwise(Y):
+        C = _cos(Y[:, None, :], Y[None, :, :])
+        return C[np.triu_indices(len(Y), 1)].mean()
+
+    assert mean_pairwise(without) > mean_pairwise(with_residual)
+
+
+def test_stacked_attention_alone_only_averages_so_the_spread_shrinks():
+    # With values V = X (no projection) each layer's rows lie in the convex hull of the
+    # previous rows: the range of every coordinate can only shrink.
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(6, 4))
+    spread = np.ptp(X, axis=0)
+    for _ in range(5):
+        X = attention(X, X, X)
+        new = np.ptp(X, axis=0)
+        assert np.all(new <= spread + 1e-12)
+        spread = new
+
+
+# --- Exercise cards ask for what is graded ------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["exercise-causal-mask", "exercise-padding-mask"])
+def test_mask_exercise_prompts_ask_for_the_graded_weight_matrix(key):
+    card = cards()[key]
+    kind = get_kind(card.exercise["kind"])
+    generated = kind.generate(
+        kind.normalize_params(card.exercise["params"]), np.random.default_rng(1)
+    )
+    assert [ask["name"] for ask in generated.asks] == ["weights"]
+    assert "the whole weight matrix $A$" in flat(card.prompt)
+    if key == "exercise-padding-mask":
+        assert "padded positions' own rows included" in flat(card.prompt)
+
+
+def test_the_multi_head_card_can_tell_a_missing_scale():
+    card = cards()["exercise-multi-head"]
+    params = get_kind("multi_head").normalize_params(card.exercise["params"])
+    assert params["d_head"] >= 2  # sqrt(1) = 1 would make the scale invisible
+    kind = get_kind("multi_head")
+    detected = 0
+    for seed in range(40):
+        g = kind.generate(params, np.random.default_rng(seed))
+        arrays = {
+            k: np.asarray(g.inputs[k], dtype=float) for k in ("X", "W_Q", "W_K", "W_V", "W_O")
+        }
+        unscaled = engine.multi_head_attention(
+            arrays["X"], arrays["W_Q"], arrays["W_K"], arrays["W_V"], arrays["W_O"],
+            n_heads=params["heads"], scale=False,
+        )  # fmt: skip
+        expected = np.asarray(g.solution["output"])
+        if np.any(np.abs(unscaled - expected) > g.atol + g.rtol * np.abs(expected)):
+            detected += 1
+    assert detected >= 30, detected
+
+
+# --- Other corrections and the lesson's lists ---------------------------------------------------
+
+
+def test_alibi_is_a_penalty_on_the_scores_in_every_layer():
+    for key in ("interview-word-order", "alibi"):
+        card = text(key)
+        assert "ALiBi" in card
+        assert re.search(r"(adds|adding) (nothing|no position vectors) to the embeddings", card), (
+            key
+        )
+        assert "every layer" in card, key
+    assert "Haviv et al., 2022" in text("interview-word-order")
+
+
+def test_padding_purpose_names_pooling_and_the_loss():
+    card = text("padding-mask-purpose")
+    assert "**pooling**" in card and "**loss**" in card
+
+
+@pytest.mark.parametrize(
+    ("key", "phrases"),
+    [
+        (
+            "lesson-assumptions",
+            ["worth their", "cheap for short sequences", "future tokens are masked", "roles you hope heads play"],
+        ),
+        (
+            "lesson-not-suitable-for",
+            ["Explaining individual predictions", "Training or tuning a production transformer", "strong baselines"],
+        ),
+    ],
+)  # fmt: skip
+def test_the_lessons_lists_are_carried_over(key, phrases):
+    # The phrases are the lesson's own words for each item of its list.
+    card = text(key).replace("*", "")
+    for phrase in phrases:
+        assert phrase.lower() in card.lower(), phrase
