@@ -111,7 +111,7 @@ def test_export_deck_command_writes_apkg(anki_deck, tmp_path):
     assert zipfile.is_zipfile(out2)
     from django.core.management.base import CommandError
 
-    with pytest.raises(CommandError, match="--output"):
+    with pytest.raises(CommandError, match="give a file with -o"):
         call_command("export_deck", "heads", "--format", "apkg")
 
 

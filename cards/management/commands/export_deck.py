@@ -58,6 +58,6 @@ class Command(BaseCommand):
             count = deck.cards.count()
             self.stderr.write(f"Wrote deck {slug!r} ({count} cards) to {output}.")
         elif isinstance(content, bytes):
-            raise CommandError(f"The {fmt} format is binary: give a file with -o.")
+            raise CommandError(f"The {fmt} format is binary: give a file with -o (--output).")
         else:
             self.stdout.write(content, ending="")
