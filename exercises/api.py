@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import GenericAPIView
@@ -24,6 +29,7 @@ from exercises.serializers import (
     ExerciseSerializer,
     PlaygroundRequestSerializer,
     PlaygroundResponseSerializer,
+    PredictionResultSerializer,
     SubmitResultSerializer,
     SubmitSerializer,
 )
@@ -149,13 +155,27 @@ class ExerciseSubmitView(APIView):
             "Each well-formed submission uses one attempt, also after the exercise is solved "
             "(practice). Malformed answers (NaN, infinity, strings, booleans, a wrong shape, "
             "an unknown or missing part) are 400 and use no attempt. With every attempt used, "
-            "409. The solution is null until the exercise is solved or out of attempts."
+            "409. The solution is null until the exercise is solved or out of attempts.\n\n"
+            "Predict first: when the exercise's first ask has `choices`, submit that part "
+            "alone first (`{answers: {prediction: <one of the choices>}}`): it is recorded "
+            "once, uses no attempt and records no review, and the answer is a prediction "
+            "result. Numeric parts before it, or a second prediction, are 409; a value not "
+            "among the choices is 400 naming the part and the choices. Later results carry "
+            "`prediction`: the choice beside what the numbers say."
         ),
         request=SubmitSerializer,
         responses={
-            200: SubmitResultSerializer,
+            200: PolymorphicProxySerializer(
+                component_name="SubmitOrPredictionResult",
+                serializers=[SubmitResultSerializer, PredictionResultSerializer],
+                resource_type_field_name=None,
+            ),
             409: OpenApiResponse(
-                AttemptsExhaustedErrorSerializer, description="Every attempt is used."
+                AttemptsExhaustedErrorSerializer,
+                description=(
+                    "Every attempt is used; or the prediction must come first; or it was "
+                    "already made ({detail, answers: {part: [message]}})."
+                ),
             ),
         },
     )
@@ -171,6 +191,8 @@ class ExerciseSubmitView(APIView):
             outcome = self.attempt(request, exercise_id, answers)
         except Exercise.DoesNotExist:
             raise NotFound() from None
+        except (services.PredictionRequired, services.PredictionAlreadyMade) as exc:
+            raise PredictionConflict(exc) from None
         except AnswerError as exc:
             raise ValidationError(
                 {"answers": {part: [msg] for part, msg in exc.errors.items()}}
@@ -184,6 +206,16 @@ class ExerciseSubmitView(APIView):
         return services.attempt_submit(
             owner=request.user, exercise_id=exercise_id, answers=answers, at=timezone.now()
         )
+
+
+class PredictionConflict(ValidationError):
+    """409: the numeric parts came before the prediction, or a second prediction came."""
+
+    status_code = status.HTTP_409_CONFLICT
+
+    def __init__(self, exc: services.PredictionRequired | services.PredictionAlreadyMade):
+        super().__init__()
+        self.detail = {"detail": exc.message, "answers": {p: [m] for p, m in exc.errors.items()}}
 
 
 class AttemptsExhaustedConflict(ValidationError):

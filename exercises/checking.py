@@ -252,7 +252,17 @@ def validate_answers(asks: Sequence[Mapping[str, Any]], answers: Any) -> dict[st
                 f"Unknown part {name!r}; this exercise asks for: {', '.join(shapes)}."
             )
     parsed: dict[str, np.ndarray] = {}
+    choices = {ask["name"]: ask["choices"] for ask in asks if ask.get("choices")}
     for name, shape in shapes.items():
+        if name in choices:
+            if name not in answers:
+                errors[name] = f"Missing; expected {describe_choices(choices[name])}."
+                continue
+            try:
+                parsed[name] = choice_index(choices[name], answers[name])
+            except ValueError as exc:
+                errors[name] = str(exc)
+            continue
         if name not in answers:
             errors[name] = f"Missing; expected {describe_shape(shape)}."
             continue
@@ -294,7 +304,7 @@ def check_answers(
     expected_by_part: dict[str, np.ndarray] = {}
     for ask in asks:
         name, shape = ask["name"], ask["shape"]
-        expected = np.asarray(solution[name], dtype=float)
+        expected = _expected(ask, solution[name])
         ok = _within(given[name], expected, rtol, atol)
         cells = ok.size
         right = int(ok.sum())
@@ -302,7 +312,9 @@ def check_answers(
             parts[name] = PartResult(True, [], "Correct.", right, cells)
             continue
         wrong_cells = [[]] if not shape else np.argwhere(~ok).tolist()
-        if shape:
+        if ask.get("choices"):
+            message = f"Not the right choice: the numbers say {solution[name]!r}."
+        elif shape:
             message = f"{cells - right} of {cells} entries are outside the tolerance."
         else:
             message = "Not within the tolerance of the expected value."
@@ -311,12 +323,12 @@ def check_answers(
         expected_by_part[name] = expected
     diagnosis: list[dict[str, Any]] = []
     if wrong and kind is not None and inputs is not None:
-        diagnosis = _diagnose(kind, inputs, wrong, given, expected_by_part, parts, rtol, atol)
+        diagnosis = _diagnose(kind, inputs, wrong, given, expected_by_part, parts, rtol, atol, asks)
     score = sum(p.right_cells / p.cells for p in parts.values()) / len(parts) if parts else 0.0
     return CheckResult(correct=not wrong, score=round(score, 4), parts=parts, diagnosis=diagnosis)
 
 
-def _diagnose(kind, inputs, wrong, given, expected_by_part, parts, rtol, atol):
+def _diagnose(kind, inputs, wrong, given, expected_by_part, parts, rtol, atol, kind_asks=()):
     if isinstance(kind, str):
         from exercises.kinds import KINDS
 
@@ -336,7 +348,11 @@ def _diagnose(kind, inputs, wrong, given, expected_by_part, parts, rtol, atol):
         for name in wrong:
             if name not in variant:
                 continue
-            alt = np.asarray(variant[name], dtype=float)
+            alt = variant[name]
+            if isinstance(alt, str):
+                ask = next(a for a in kind_asks if a["name"] == name)
+                alt = choice_index(ask["choices"], alt)
+            alt = np.asarray(alt, dtype=float)
             expected = expected_by_part[name]
             if alt.shape != expected.shape or not np.isfinite(alt).all():
                 continue
@@ -350,3 +366,27 @@ def _diagnose(kind, inputs, wrong, given, expected_by_part, parts, rtol, atol):
                 part.diagnosis.append(code)
                 part.message = f"{part.message} {mistake.text}"
     return list(found.values())
+
+
+# --- Parts answered with one of a list of choices ---------------------------------------
+# An ask with ``choices`` (a list of strings) takes one of them. It is checked like a
+# number: its answer and the expected choice become their positions in the list, so
+# the score, ``wrong_cells`` ([[]]) and the diagnosis treat it as one cell.
+
+
+def describe_choices(choices: Sequence[str]) -> str:
+    return "one of " + ", ".join(repr(c) for c in choices)
+
+
+def choice_index(choices: Sequence[str], value: Any) -> np.ndarray:
+    """The position of ``value`` among ``choices``; ValueError names what came and what fits."""
+    if isinstance(value, str) and value in choices:
+        return np.asarray(float(list(choices).index(value)))
+    got = repr(value) if isinstance(value, str) else _kind_of(value)
+    raise ValueError(f"Expected {describe_choices(choices)}; got {got}.")
+
+
+def _expected(ask: Mapping[str, Any], value: Any) -> np.ndarray:
+    if ask.get("choices"):
+        return choice_index(ask["choices"], value)
+    return np.asarray(value, dtype=float)

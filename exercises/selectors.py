@@ -17,7 +17,11 @@ def exercise_for_owner(*, owner, exercise_id: int) -> Exercise:
 
 def exercises_for_owner(*, owner) -> QuerySet[Exercise]:
     """The owner's exercises, newest first."""
-    return Exercise.objects.filter(owner=owner).order_by("-created_at", "-id")
+    return (
+        Exercise.objects.filter(owner=owner)
+        .order_by("-created_at", "-id")
+        .prefetch_related("predictions")
+    )
 
 
 def exercise_kinds() -> list[dict[str, Any]]:

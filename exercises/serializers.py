@@ -16,7 +16,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from exercises.kinds import KINDS
-from exercises.services import PLAYGROUND_MAX, attempts_summary, solution_if_revealed
+from exercises.predictions import first_prediction
+from exercises.services import (
+    PLAYGROUND_MAX,
+    attempts_summary,
+    prediction_state,
+    solution_if_revealed,
+)
 
 PLAYGROUND_MAX_ABS = 1e6
 
@@ -284,6 +290,31 @@ class ExerciseCreateSchema(OpenApiSerializerExtension):
 class AskSerializer(serializers.Serializer):
     name = serializers.CharField()
     shape = serializers.ListField(child=serializers.IntegerField(min_value=1), max_length=2)
+    choices = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text=(
+            "Present when the answer is one of these strings. When the first ask has choices "
+            "it is a prediction: submit it first, on its own (no attempt used); the numeric "
+            "parts open after it."
+        ),
+    )
+    question = serializers.CharField(required=False, help_text="The prediction's question.")
+
+
+class PredictionStateSerializer(serializers.Serializer):
+    part = serializers.CharField()
+    answer = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class PredictionSummarySerializer(serializers.Serializer):
+    part = serializers.CharField()
+    question = serializers.CharField()
+    answer = serializers.CharField(help_text="The choice predicted.")
+    expected = serializers.CharField(help_text="What the numbers say.")
+    correct = serializers.BooleanField()
+    message = serializers.CharField()
 
 
 class ToleranceSerializer(serializers.Serializer):
@@ -313,6 +344,10 @@ class ExerciseSerializer(serializers.Serializer):
         help_text="Expected answers by part; null until solved or out of attempts."
     )
     created_at = serializers.DateTimeField()
+    prediction = serializers.SerializerMethodField(
+        help_text="The prediction committed to ({part, answer, created_at}); null until made "
+        "or when the exercise asks none."
+    )
 
     def get_tolerance(self, obj) -> ToleranceSerializer:
         return {"rtol": obj.rtol, "atol": obj.atol}
@@ -323,6 +358,16 @@ class ExerciseSerializer(serializers.Serializer):
     @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": ANY_JSON})
     def get_solution(self, obj):
         return solution_if_revealed(obj)
+
+    @extend_schema_field(PredictionStateSerializer(allow_null=True))
+    def get_prediction(self, obj):
+        ask = first_prediction(obj.asks)
+        if ask is None:
+            return None
+        # ``.all()`` uses a prefetch when the list view made one.
+        made = next((p for p in obj.predictions.all() if p.ask == ask["name"]), None)
+        state = prediction_state(ask, made)
+        return None if state is None else PredictionStateSerializer(state).data
 
 
 @extend_schema_field(ANY_JSON)
@@ -385,6 +430,25 @@ class SubmitResultSerializer(serializers.Serializer):
             "For an exercise handed out by reviews/due/: the review its first submission "
             "recorded ({id, card, result, step, interval_days, due_on}); null otherwise."
         ),
+    )
+    prediction = PredictionSummarySerializer(
+        allow_null=True,
+        required=False,
+        help_text="The prediction made first, beside what the numbers say; null when none.",
+    )
+
+
+class PredictionResultSerializer(serializers.Serializer):
+    """The answer to a submission of the prediction alone: recorded, no attempt used."""
+
+    prediction = PredictionStateSerializer()
+    attempts = AttemptsSerializer()
+    solved = serializers.BooleanField()
+    next = serializers.ListField(
+        child=serializers.CharField(), help_text="The parts now open, submitted together."
+    )
+    review = serializers.DictField(
+        allow_null=True, required=False, help_text="Always null: a prediction records no review."
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from exercises import engine
+from exercises import engine, predictions
 from exercises.kinds.base import (
     ExerciseKind,
     ParamSpec,
@@ -145,6 +145,12 @@ class ScalingKind(ExerciseKind):
     params = {
         "d_k": ParamSpec("int", 4, "Width of queries and keys.", 1, 1024),
         "n": ParamSpec("int", 3, "Number of scores in the row.", 2, 6),
+        "predict": ParamSpec(
+            "choice",
+            "none",
+            "'scale_effect' first asks whether removing 1/sqrt(d_k) sharpens or flattens the row.",
+            choices=("none", "scale_effect"),
+        ),
     }
     mistakes = ("sd_for_variance", "divided_by_d_k", "scale_swapped")
 
@@ -159,7 +165,7 @@ class ScalingKind(ExerciseKind):
             r"softmax of the scaled scores $s/\sqrt{d_k}$ and (3) the softmax of the unscaled "
             "scores. Round to three decimals or better."
         )
-        return self.variant(
+        generated = self.variant(
             prompt=prompt,
             inputs={"d_k": d_k, "scores": raw.tolist()},
             asks=[
@@ -173,6 +179,9 @@ class ScalingKind(ExerciseKind):
                 "weights_unscaled": as_json(engine.softmax(s)),
             },
         )
+        if params["predict"] == "scale_effect":
+            generated = predictions.with_prediction(generated, predictions.scale_question(raw, d_k))
+        return generated
 
     def answers_under(self, inputs, recipe):
         d_k = inputs["d_k"]
