@@ -127,6 +127,20 @@ MISTAKES: dict[str, Mistake] = {
             {"cost": "one_head"},
         ),
         Mistake(
+            "high_weight_as_reliance",
+            "This takes the highest attention weight as reliance: a high weight is not "
+            "evidence that the model relies on the token. Judge by the change in the output "
+            "when the token is removed: large and consistent across inputs, or not.",
+            {"ablation": "weight_as_reliance"},
+        ),
+        Mistake(
+            "ablation_masked_query",
+            "This matches masking the token as a query (blocking its row): the [CLS] row that "
+            "is read out does not change, so nothing does. Remove the token as a key: its "
+            "column becomes minus infinity in the [CLS] row and the other weights renormalise.",
+            {"ablation": "query_mask"},
+        ),
+        Mistake(
             "share_qk_only",
             "This counts only Q K^T in the n×n part: A V costs another n² d multiply-adds.",
             {"cost": "qk_only"},

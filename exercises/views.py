@@ -21,7 +21,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from exercises import selectors, services
+from exercises import predictions, selectors, services
 from exercises.kinds import KINDS, ParamError, UnknownKindError
 from exercises.models import Attempt, Exercise
 
@@ -72,8 +72,19 @@ def parse_answer_cells(asks: list[dict], data) -> tuple[dict, dict, dict[str, li
     answers: dict[str, Any] = {}
     typed: dict[str, Any] = {}
     problems: dict[str, list[str]] = {}
-    for ask in asks:
+    for ask in asks_in_form(asks, data):
         name, shape = ask["name"], list(ask["shape"])
+        if ask.get("choices"):
+            text = str(data.get(cell_field(name, ()), ""))[:MAX_CHOICE_CHARS]
+            typed[name] = text
+            if text in ask["choices"]:
+                answers[name] = text
+            else:
+                problems[name] = [
+                    f"{name}: choose one of {', '.join(ask['choices'])}"
+                    + (f"; got {text!r}." if text else ".")
+                ]
+            continue
         numbers: dict[tuple[int, ...], float] = {}
         raw: dict[tuple[int, ...], str] = {}
         for index in cell_indices(shape):
@@ -96,6 +107,19 @@ def parse_answer_cells(asks: list[dict], data) -> tuple[dict, dict, dict[str, li
         if name not in problems:
             answers[name] = _nest(numbers, shape)
     return answers, typed, problems
+
+
+MAX_CHOICE_CHARS = 200
+
+
+def asks_in_form(asks: list[dict], data) -> list[dict]:
+    """The asks one submitted form answers: the prediction alone (``phase=prediction``),
+    else the numeric parts; every ask for an exercise without a prediction."""
+    if not predictions.first_prediction(asks):
+        return list(asks)
+    if data.get("phase") == "prediction":
+        return [asks[0]]
+    return predictions.numeric_asks(asks)
 
 
 def invalid_cells(asks: list[dict], data, problems: dict) -> dict[str, list[list[int]]]:
@@ -161,8 +185,9 @@ def exercise_context(
     last: Attempt | None = exercise.attempt_set.order_by("-number").first()
     result = last.result if last else None
     solution = services.solution_if_revealed(exercise)
+    prediction = _prediction_context(exercise, last, problems, typed)
     parts = []
-    for ask in exercise.asks:
+    for ask in predictions.numeric_asks(exercise.asks):
         name = ask["name"]
         verdict = (result or {}).get("parts", {}).get(name) if not problems else None
         if typed is not None:
@@ -181,6 +206,7 @@ def exercise_context(
                 "problems": (problems or {}).get(name, []),
                 "invalid_cells": (invalid or {}).get(name, []),
                 "solution": solution.get(name) if solution else None,
+                "choices": ask.get("choices"),
             }
         )
     labels = token_labels(exercise)
@@ -207,6 +233,26 @@ def exercise_context(
         "weights_map": weights_map,
         "labels": labels,
         "submit_url": submit_url,
+        "prediction": prediction,
+        "numbers_open": prediction is None or prediction["made"] is not None,
+    }
+
+
+def _prediction_context(exercise: Exercise, last, problems, typed) -> dict[str, Any] | None:
+    """The prediction asked first: the choice made, and once the numbers are in, the verdict."""
+    ask = predictions.first_prediction(exercise.asks)
+    if ask is None:
+        return None
+    made = exercise.predictions.filter(ask=ask["name"]).first()
+    summary = None
+    if made is not None and last is not None:
+        summary = predictions.prediction_summary(ask, made.answer, made.expected, made.correct)
+    return {
+        "ask": ask,
+        "made": made,
+        "summary": summary,
+        "problems": (problems or {}).get(ask["name"], []),
+        "typed": (typed or {}).get(ask["name"]),
     }
 
 
