@@ -8,6 +8,8 @@ import logging
 from django.conf import settings
 from django.db.models import Count, Exists, Min, OuterRef, Prefetch, Q, QuerySet
 
+from exercises.selectors import prediction_accuracy
+
 from . import ladder
 from .models import Card, Deck, Enrollment, LearnerProfile, ReviewLog, ReviewState, Tag
 
@@ -170,7 +172,7 @@ def learner_stats(*, learner, today: dt.date) -> dict:
         today=Count("id", filter=Q(study_day=today)),
     )
     retention = recent["passed"] / recent["total"] if recent["total"] else None
-    return {
+    stats = {
         "today": today,
         "due_today": due_today,
         "reviewed_today": recent["today"],
@@ -179,3 +181,15 @@ def learner_stats(*, learner, today: dt.date) -> dict:
         "by_step": by_step,
         "forecast": [{"date": day, "count": n} for day, n in forecast.items()],
     }
+    stats["predictions_30d"] = _prediction_accuracy(learner=learner, window_start=window_start)
+    return stats
+
+
+def _prediction_accuracy(*, learner, window_start: dt.date) -> dict:
+    """Predictions made since the start of the learner's study day ``window_start``."""
+    profile = learner_profile(learner)
+    try:
+        since = ladder.study_day_start(window_start, profile.timezone, profile.day_starts_at)
+    except (ValueError, OSError, KeyError):  # an unknown time zone studies on UTC
+        since = ladder.study_day_start(window_start, "UTC", profile.day_starts_at)
+    return prediction_accuracy(owner=learner, since=since)
