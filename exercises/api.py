@@ -22,11 +22,16 @@ from exercises import selectors, services
 from exercises.checking import AnswerError
 from exercises.kinds import ParamError, UnknownKindError
 from exercises.models import Exercise
+from exercises.predictions import prediction_summary
+from exercises.presets import PRESETS, preset_question
 from exercises.serializers import (
     AttemptsExhaustedErrorSerializer,
     ExerciseCreateSerializer,
     ExerciseKindSerializer,
     ExerciseSerializer,
+    PlaygroundPredictionRequestSerializer,
+    PlaygroundPredictionSerializer,
+    PlaygroundQuestionSerializer,
     PlaygroundRequestSerializer,
     PlaygroundResponseSerializer,
     PredictionResultSerializer,
@@ -257,3 +262,50 @@ class AttentionPlaygroundView(APIView):
         except services.PlaygroundError as exc:
             raise ValidationError(exc.errors) from None
         return Response(result)
+
+
+class PlaygroundPredictionView(APIView):
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        operation_id="attention_predictions_questions",
+        summary="The playground presets' prediction questions",
+        responses={200: PlaygroundQuestionSerializer(many=True)},
+    )
+    def get(self, request):
+        return Response([preset_question(name) for name in PRESETS])
+
+    @extend_schema(
+        operation_id="attention_predictions_create",
+        summary="Commit to a prediction about a playground preset",
+        description=(
+            "Predict first: pick a lesson preset (GET lists each question and its choices), "
+            "commit to one choice, and get the preset's weights with the prediction marked "
+            "right or wrong. Stored; counted in stats/ `predictions_30d`. An unknown preset "
+            "or an answer not among the preset's choices is 400 naming the field."
+        ),
+        request=PlaygroundPredictionRequestSerializer,
+        responses={201: PlaygroundPredictionSerializer},
+    )
+    def post(self, request):
+        body = PlaygroundPredictionRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        preset, answer = body.validated_data["preset"], body.validated_data["answer"]
+        try:
+            made, result = services.playground_prediction_record(
+                owner=request.user, preset=preset, answer=answer, at=timezone.now()
+            )
+        except services.PlaygroundError as exc:
+            raise ValidationError(exc.errors) from None
+        summary = prediction_summary({"name": preset}, made.answer, made.expected, made.correct)
+        data = {
+            **preset_question(preset),
+            "id": made.pk,
+            "answer": made.answer,
+            "expected": made.expected,
+            "correct": made.correct,
+            "message": summary["message"],
+            "created_at": made.created_at,
+            "weights": result["weights"],
+        }
+        return Response(PlaygroundPredictionSerializer(data).data, status=status.HTTP_201_CREATED)

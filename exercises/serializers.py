@@ -17,6 +17,7 @@ from rest_framework import serializers
 
 from exercises.kinds import KINDS
 from exercises.predictions import first_prediction
+from exercises.presets import PRESETS, prediction_choices
 from exercises.services import (
     PLAYGROUND_MAX,
     attempts_summary,
@@ -492,3 +493,49 @@ class PlaygroundRequestSchema(OpenApiSerializerExtension):
             {"required": list(PROJECTED), "not": {"anyOf": [{"required": [n]} for n in DIRECT]}},
         ]
         return schema
+
+
+# --- Predictions in the playground ---------------------------------------------------------
+
+
+class PlaygroundPredictionRequestSerializer(RefusesUnknownFields):
+    preset = serializers.ChoiceField(
+        choices=list(PRESETS),
+        help_text="The lesson preset the prediction is about.",
+        error_messages={"invalid_choice": f"Expected one of {', '.join(PRESETS)}; got {{input}}."},
+    )
+    answer = serializers.CharField(
+        max_length=200, trim_whitespace=False, help_text="One of the preset's choices."
+    )
+
+    def validate(self, attrs):
+        choices = prediction_choices(attrs["preset"])
+        if attrs["answer"] not in choices:
+            raise serializers.ValidationError(
+                {
+                    "answer": [
+                        f"Expected one of {', '.join(repr(c) for c in choices)} for preset "
+                        f"{attrs['preset']!r}; got {attrs['answer']!r}."
+                    ]
+                }
+            )
+        return attrs
+
+
+class PlaygroundQuestionSerializer(serializers.Serializer):
+    preset = serializers.CharField()
+    question = serializers.CharField()
+    choices = serializers.ListField(child=serializers.CharField())
+
+
+class PlaygroundPredictionSerializer(PlaygroundQuestionSerializer):
+    id = serializers.IntegerField()
+    answer = serializers.CharField(help_text="The choice predicted.")
+    expected = serializers.CharField(help_text="What the preset's weights say.")
+    correct = serializers.BooleanField()
+    message = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    weights = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField()),
+        help_text="The preset's weights, revealed with the verdict.",
+    )

@@ -20,7 +20,7 @@ import numpy as np
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from exercises import engine, predictions
+from exercises import engine, predictions, presets
 from exercises.checking import AnswerError, check_answers, choice_index
 from exercises.kinds import SEED_MAX, ParamError, get_kind
 from exercises.models import Attempt, Exercise, Prediction
@@ -359,3 +359,44 @@ def attention_playground(
         if name in out
     }
     return out
+
+
+# --- Predictions in the playground ---------------------------------------------------------
+
+
+def playground_prediction_record(
+    *, owner, preset: str, answer: str, at: datetime
+) -> tuple[Prediction, dict[str, Any]]:
+    """Record a prediction about preset ``preset`` and mark it against its weights.
+
+    Returns the prediction and the preset's playground result (every intermediate).
+    Raises ``PlaygroundError`` naming ``preset`` or ``answer``.
+    """
+    if preset not in presets.PRESETS:
+        raise PlaygroundError(
+            {"preset": [f"Expected one of {', '.join(presets.PRESETS)}; got {preset!r}."]}
+        )
+    choices = presets.prediction_choices(preset)
+    if answer not in choices:
+        raise PlaygroundError(
+            {"answer": [f"Expected one of {', '.join(repr(c) for c in choices)}; got {answer!r}."]}
+        )
+    entry = presets.PRESETS[preset]
+    result = attention_playground(
+        **{name: np.asarray(m, dtype=float) for name, m in entry["matrices"].items()},
+        mask="causal" if entry["causal"] else "none",
+        scale=entry["scale"],
+    )
+    expected = presets.prediction_expected(
+        preset, np.asarray(result["weights"]), np.asarray(result["mask"])
+    )
+    made = Prediction.objects.create(
+        owner=owner,
+        exercise=None,
+        ask=f"playground:{preset}",
+        answer=answer,
+        expected=expected,
+        correct=answer == expected,
+        created_at=at,
+    )
+    return made, result

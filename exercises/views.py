@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from exercises import predictions, selectors, services
 from exercises.kinds import KINDS, ParamError, UnknownKindError
 from exercises.models import Attempt, Exercise
+from exercises.presets import DEFAULT_PRESET, PRESETS, preset_question
 
 # --- Answer grids ---------------------------------------------------------------------
 
@@ -383,55 +384,6 @@ MATRIX_HELP = {
     "W_K": "(d_model × d_k)",
     "W_V": "(d_model × d_v)",
 }
-_BAG_WQ = [[1, 0], [0, 1], [1, 1]]
-_BAG_WK = [[1, 0], [1, 1], [0, 1]]
-_BAG_WV = [[2, 0], [0, 2], [1, 1]]
-_ABC = [[1, 0], [0, 1], [1, 1]]
-
-PRESETS: dict[str, dict[str, Any]] = {
-    "bag": {
-        "title": "bag / delayed / refund",
-        "note": "One-hot tokens with hand-set projections, d_k = 2 (the lesson's example).",
-        "mode": "xw",
-        "tokens": ["bag", "delayed", "refund"],
-        "matrices": {
-            "X": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
-            "W_Q": _BAG_WQ,
-            "W_K": _BAG_WK,
-            "W_V": _BAG_WV,
-        },
-        "scale": True,
-        "causal": False,
-    },
-    "abc": {
-        "title": "A / B / C, identity",
-        "note": "Q = K = V = X with A = [1, 0], B = [0, 1], C = [1, 1] (the article's example).",
-        "mode": "qkv",
-        "tokens": ["A", "B", "C"],
-        "matrices": {"Q": _ABC, "K": _ABC, "V": _ABC},
-        "scale": True,
-        "causal": False,
-    },
-    "large": {
-        "title": "Large scores (×8)",
-        "note": "The bag example's unscaled scores times 8: row 0 becomes (8, 8, 0) and its softmax (0.5, 0.5, 0.0002).",
-        "mode": "qkv",
-        "tokens": ["bag", "delayed", "refund"],
-        "matrices": {"Q": [[8 * x for x in row] for row in _BAG_WQ], "K": _BAG_WK, "V": _BAG_WV},
-        "scale": False,
-        "causal": False,
-    },
-    "identical": {
-        "title": "Identical keys",
-        "note": "Every key is the same, so every query spreads its weight evenly and the output is the mean value.",
-        "mode": "qkv",
-        "tokens": ["bag", "delayed", "refund"],
-        "matrices": {"Q": _BAG_WQ, "K": [[1, 1], [1, 1], [1, 1]], "V": _BAG_WV},
-        "scale": True,
-        "causal": False,
-    },
-}
-DEFAULT_PRESET = "bag"
 
 
 def _preset_entry(name: str) -> dict[str, Any]:
@@ -591,5 +543,6 @@ def playground(request: HttpRequest) -> HttpResponse:
         else "Scores Q Kᵀ (unscaled, before the mask)",
         "query_labels": tokens[: len(result["Q"])] if result else tokens,
         "key_labels": tokens[: len(result["K"])] if result else tokens,
+        "prediction": preset_question(entry["preset"]) if entry["preset"] else None,
     }
     return render(request, "exercises/playground.html", context, status=400 if errors else 200)
