@@ -1,9 +1,11 @@
 """The ablation kind: does the model rely on the highlighted token, or is its weight decoration?"""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from django.test import Client
 
 from exercises.checking import check_answers
@@ -218,10 +220,6 @@ def test_the_page_renders_the_verdict_as_radio_buttons_and_checks_it(api, learne
 
 
 def test_the_starter_deck_has_the_ablation_card_last():
-    from pathlib import Path
-
-    import yaml
-
     path = (
         Path(__file__).resolve().parents[2]
         / "cards"
