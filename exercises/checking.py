@@ -327,7 +327,7 @@ def check_answers(
             continue
         wrong_cells = [[]] if not shape else np.argwhere(~ok).tolist()
         if ask.get("choices"):
-            message = f"Not the right choice: the numbers say {solution[name]!r}."
+            message = "Not the choice the numbers support."
         elif shape:
             message = f"{cells - right} of {cells} entries are outside the tolerance."
         else:
