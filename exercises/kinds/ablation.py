@@ -94,7 +94,12 @@ def evaluate(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _draw(rng: np.random.Generator, case: str, n_inputs: int, n: int) -> dict[str, Any]:
-    """One candidate variant for ``case``: reliance, high_weight or inconsistent."""
+    """One candidate variant for ``case``: reliance, high_weight or inconsistent.
+
+    The model (q, w, b, the [CLS] key and value, the highlighted position) is drawn once;
+    each input is then drawn until it fits the case on its own, so the cost grows with
+    the number of inputs rather than exponentially.
+    """
     q = rng.integers(-2, 3, size=D)
     if not q.any():
         q[int(rng.integers(0, D))] = 1
@@ -103,34 +108,59 @@ def _draw(rng: np.random.Generator, case: str, n_inputs: int, n: int) -> dict[st
     h = int(rng.integers(0, n - 1))
     k_cls = rng.integers(-2, 3, size=D)
     v_cls = rng.integers(-2, 3, size=D)
-    r_cls = int(w @ v_cls)
     sign = 1 if rng.random() < 0.5 else -1
     signs = np.full(n_inputs, sign)
     if case == "inconsistent":
         signs[int(rng.integers(0, n_inputs))] = -sign
     inputs: dict[str, Any] = {"n_inputs": n_inputs, "highlighted": h}
     for m in range(n_inputs):
-        K = rng.integers(-2, 3, size=(n, D))
-        V = rng.integers(-2, 3, size=(n, D))
-        K[-1], V[-1] = k_cls, v_cls
-        if case == "high_weight":
-            # The highlighted key points along the query: the largest score in the row.
-            K[h] = 2 * np.sign(q)
-            # Every token carries the same read-out as [CLS]: the information is redundant.
-            for j in range(n - 1):
-                _set_readout(V[j], w, r_cls)
-        else:
-            for j in range(n - 1):
-                if j != h:
-                    _set_readout(V[j], w, int(rng.integers(-1, 2)))
-            _set_readout(V[h], w, int(signs[m]) * 3)
+        for _ in range(INPUT_TRIES):
+            K, V = _draw_input(rng, case, q, w, h, k_cls, v_cls, int(signs[m]), n)
+            if _input_fits(case, q, K, V, w, b, h, int(signs[m])):
+                break
         inputs[f"K_{m + 1}"] = K.tolist()
         inputs[f"V_{m + 1}"] = V.tolist()
     inputs.update(q=q.tolist(), w=w.tolist(), b=b)
     return inputs
 
 
+INPUT_TRIES = 60
+
+
+def _draw_input(rng, case, q, w, h, k_cls, v_cls, sign, n):
+    # (d,) ... -> K (n, d), V (n, d): rows are tokens, the last one [CLS].
+    K = rng.integers(-2, 3, size=(n, D))
+    V = rng.integers(-2, 3, size=(n, D))
+    K[-1], V[-1] = k_cls, v_cls
+    if case == "high_weight":
+        # The highlighted key points along the query: the largest score in the row.
+        K[h] = 2 * np.sign(q)
+        # Every token carries the same read-out as [CLS]: the information is redundant.
+        for j in range(n - 1):
+            _set_readout(V[j], w, int(w @ v_cls))
+    else:
+        if q @ K[h] < 0:
+            K[h] = -K[h]  # a key the query does not avoid: removing it can matter
+        for j in range(n - 1):
+            if j != h:
+                _set_readout(V[j], w, int(rng.integers(-1, 2)))
+        _set_readout(V[h], w, sign * 3)
+    return K, V
+
+
+def _input_fits(case, q, K, V, w, b, h, sign) -> bool:
+    """One input on its own: clear of the threshold, in the direction the case wants."""
+    weights, p_with = cls_readout(q, K.astype(float), V.astype(float), w, b, None)
+    _, p_without = cls_readout(q, K.astype(float), V.astype(float), w, b, h)
+    change = p_without - p_with
+    if case == "high_weight":
+        return abs(change) <= SMALL and int(weights.argmax()) == h and weights[h] >= 0.4
+    # A token whose read-out is above the others' lowers p when removed, and vice versa.
+    return abs(change) >= LARGE and np.sign(change) == -sign
+
+
 def _acceptable(case: str, expected: dict[str, Any], h: int) -> bool:
+    """The whole variant: its verdict fits the case, and no change is near the threshold."""
     change = np.abs(expected["change"])
     if ((change > SMALL) & (change < LARGE)).any():
         return False  # too close to the threshold to judge by hand
@@ -138,10 +168,9 @@ def _acceptable(case: str, expected: dict[str, Any], h: int) -> bool:
         return expected["verdict"] == RELIANCE
     if case == "high_weight":
         weights = expected["weights"]
-        top = weights.argmax(axis=1)
         return (
             expected["verdict"] == DECORATION
-            and bool((top == h).all())
+            and bool((weights.argmax(axis=1) == h).all())
             and bool((weights[:, h] >= 0.4).all())
         )
     return expected["verdict"] == DECORATION and bool((change >= LARGE).any())
