@@ -346,3 +346,23 @@ def test_the_page_asks_the_prediction_first_then_opens_the_numbers(api, learner)
     html = client.get(page).content.decode()
     assert 'id="prediction-verdict"' in html and "the numbers agree" in html
     assert Exercise.objects.get(pk=ex["id"]).solved
+
+
+@pytest.mark.django_db
+def test_the_review_page_asks_the_prediction_of_a_due_exercise_card(api, predict_deck, learner):
+    with time_machine.travel(START, tick=False):
+        api.post("/api/v1/decks/predict/enroll/")
+    with time_machine.travel(START + dt.timedelta(days=1), tick=False):
+        client = Client()
+        client.force_login(learner)
+        html = client.get("/review/").content.decode()
+        assert 'id="prediction-form"' in html and 'id="answer-form"' not in html
+        exercise = Exercise.objects.get(owner=learner)
+        r = client.post(
+            f"/exercises/{exercise.pk}/submit/",
+            {"phase": "prediction", "answer-prediction": "only itself"},
+        )
+        assert r.status_code == 302
+        assert not ReviewLog.objects.exists()
+        html = client.get("/review/").content.decode()
+        assert 'id="prediction-made"' in html and 'id="answer-form"' in html
