@@ -67,14 +67,17 @@ class Prediction(models.Model):
 
     ``exercise`` is set for an exercise's prediction (``ask`` is the part's name; one per
     exercise and part) and null for one made in the playground (``ask`` is
-    ``playground:<preset>``). ``expected`` is what the numbers say.
+    ``playground:<preset>``) or once its exercise is purged. ``expected`` is what the
+    numbers say.
     """
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="predictions"
     )
+    # SET_NULL: a prediction outlives its exercise being purged, so the accuracy over
+    # the last 30 days keeps counting it.
     exercise = models.ForeignKey(
-        Exercise, on_delete=models.CASCADE, null=True, blank=True, related_name="predictions"
+        Exercise, on_delete=models.SET_NULL, null=True, blank=True, related_name="predictions"
     )
     ask = models.CharField(max_length=80)
     answer = models.CharField(max_length=200)

@@ -10,6 +10,7 @@ from django.test import Client
 from cards.models import Card, Deck, ExerciseBinding, ReviewLog
 from exercises import predictions
 from exercises.models import Attempt, Exercise, Prediction
+from exercises.services import exercises_purge_stale
 
 EXERCISES = "/api/v1/exercises/"
 START = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
@@ -366,3 +367,14 @@ def test_the_review_page_asks_the_prediction_of_a_due_exercise_card(api, predict
         assert not ReviewLog.objects.exists()
         html = client.get("/review/").content.decode()
         assert 'id="prediction-made"' in html and 'id="answer-form"' in html
+
+
+@pytest.mark.django_db
+def test_a_purged_exercise_keeps_its_prediction_in_the_stats(api, learner):
+    with time_machine.travel(START, tick=False):
+        ex = create(api, predict="token_0")
+        api.post(submit_url(ex["id"]), {"answers": {"prediction": "only itself"}}, format="json")
+    with time_machine.travel(START + dt.timedelta(days=8), tick=False):
+        assert exercises_purge_stale(older_than=START + dt.timedelta(days=1)) == 1
+        assert Prediction.objects.get().exercise_id is None
+        assert api.get("/api/v1/stats/").json()["predictions_30d"]["made"] == 1
