@@ -539,3 +539,40 @@ class PlaygroundPredictionSerializer(PlaygroundQuestionSerializer):
         child=serializers.ListField(child=serializers.FloatField()),
         help_text="The preset's weights, revealed with the verdict.",
     )
+
+
+class PlaygroundPredictionRequestSchema(OpenApiSerializerExtension):
+    """One branch per preset with exactly its choices, so the schema says what is accepted."""
+
+    target_class = "exercises.serializers.PlaygroundPredictionRequestSerializer"
+
+    def map_serializer(self, auto_schema, direction):
+        every_choice = sorted({c for name in PRESETS for c in prediction_choices(name)})
+        return {
+            "type": "object",
+            "required": ["preset", "answer"],
+            "additionalProperties": False,
+            "properties": {
+                "preset": {
+                    "type": "string",
+                    "enum": list(PRESETS),
+                    "description": "The lesson preset the prediction is about.",
+                },
+                "answer": {
+                    "type": "string",
+                    "enum": every_choice,
+                    "description": "One of that preset's choices (GET lists them).",
+                },
+            },
+            "oneOf": [
+                {
+                    "title": name,
+                    "properties": {
+                        # A pattern, not a one-value enum: the generator merges enums by name.
+                        "preset": {"type": "string", "pattern": f"^{name}$"},
+                        "answer": {"type": "string", "enum": list(prediction_choices(name))},
+                    },
+                }
+                for name in PRESETS
+            ],
+        }

@@ -264,6 +264,8 @@ def _param_value(spec, raw: str) -> Any:
     if spec.type == "bool":
         return raw in ("on", "true", "1")
     if spec.type == "choice":
+        if raw == "":
+            return spec.default  # a field the form did not send, like an empty number
         for choice in spec.choices or ():
             if str(choice) == raw:
                 return choice

@@ -234,3 +234,16 @@ def test_the_starter_deck_has_the_ablation_card_last():
     by_key = {c["key"]: c for c in doc["cards"]}
     assert by_key["exercise-causal-mask"]["exercise"]["params"]["predict"] == "token_0"
     assert by_key["exercise-scaling"]["exercise"]["params"]["predict"] == "scale_effect"
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_no_diagnosis_on_right_answers_or_noise(seed):
+    g = variant(seed)
+    assert _check(g, dict(g.solution)).diagnosis == []
+    noise = {
+        name: (np.asarray(g.solution[name]) * 3 + 7).tolist()
+        for name in ("weights", "p_with", "p_without", "change")
+    }
+    checked = _check(g, {**noise, "verdict": g.solution["verdict"]})
+    assert checked.diagnosis == []
+    assert checked.parts["verdict"].correct
