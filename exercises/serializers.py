@@ -541,6 +541,11 @@ class PlaygroundPredictionSerializer(PlaygroundQuestionSerializer):
     )
 
 
+def _literal(text: str) -> str:
+    """``text`` as a regular expression matching itself (ECMA-262 and Python alike)."""
+    return "".join("\\" + c if c in ".^$*+?()[]{}|\\/" else c for c in text)
+
+
 class PlaygroundPredictionRequestSchema(OpenApiSerializerExtension):
     """One branch per preset with exactly its choices, so the schema says what is accepted."""
 
@@ -568,10 +573,16 @@ class PlaygroundPredictionRequestSchema(OpenApiSerializerExtension):
                 {
                     "title": name,
                     "properties": {
-                        # A pattern, not a one-value enum: the generator merges enums by name.
+                        # Patterns, not enums: the schema generator merges enums by field name.
                         "preset": {"type": "string", "pattern": f"^{name}$"},
-                        "answer": {"type": "string", "enum": list(prediction_choices(name))},
+                        "answer": {
+                            "type": "string",
+                            "pattern": "^("
+                            + "|".join(map(_literal, prediction_choices(name)))
+                            + ")$",
+                        },
                     },
+                    "required": ["preset", "answer"],
                 }
                 for name in PRESETS
             ],
