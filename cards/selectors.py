@@ -10,6 +10,8 @@ from django.db import connection
 from django.db.models import Count, Exists, Min, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 
+from exercises.selectors import prediction_accuracy
+
 from . import ladder
 from .models import (
     Card,
@@ -356,7 +358,7 @@ def learner_stats(*, learner, today: dt.date) -> dict:
         today=net_count(study_day=today),
     )
     retention = recent["passed"] / recent["total"] if recent["total"] else None
-    return {
+    stats = {
         "today": today,
         "due_today": due_today,
         "reviewed_today": recent["today"],
@@ -367,9 +369,21 @@ def learner_stats(*, learner, today: dt.date) -> dict:
         **_leech_stats(learner=learner),
         "paused": paused,
     }
+    stats["predictions_30d"] = _prediction_accuracy(learner=learner, window_start=window_start)
+    return stats
 
 
 def _leech_stats(*, learner) -> dict:
     scheduled = set(scheduled_states(learner=learner).values_list("card_id", flat=True))
     leeches = sorted(leech_card_ids(learner=learner) & scheduled)
     return {"leech": bool(leeches), "leech_count": len(leeches), "leech_cards": leeches}
+
+
+def _prediction_accuracy(*, learner, window_start: dt.date) -> dict:
+    """Predictions made since the start of the learner's study day ``window_start``."""
+    profile = learner_profile(learner)
+    try:
+        since = ladder.study_day_start(window_start, profile.timezone, profile.day_starts_at)
+    except (ValueError, OSError, KeyError):  # an unknown time zone studies on UTC
+        since = ladder.study_day_start(window_start, "UTC", profile.day_starts_at)
+    return prediction_accuracy(owner=learner, since=since)

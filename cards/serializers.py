@@ -287,6 +287,12 @@ class ForecastDaySerializer(serializers.Serializer):
     count = serializers.IntegerField()
 
 
+class PredictionAccuracySerializer(serializers.Serializer):
+    made = serializers.IntegerField()
+    right = serializers.IntegerField()
+    accuracy = serializers.FloatField(allow_null=True)
+
+
 class StatsSerializer(serializers.Serializer):
     today = serializers.DateField()
     due_today = serializers.IntegerField()
@@ -295,6 +301,10 @@ class StatsSerializer(serializers.Serializer):
     retention_30d = serializers.FloatField(allow_null=True)
     by_step = serializers.DictField(child=serializers.IntegerField())
     forecast = ForecastDaySerializer(many=True)
+    predictions_30d = PredictionAccuracySerializer(
+        help_text="Predictions made before the numbers (exercises and the playground) in the "
+        "last 30 study days: how many, how many right, and the share right (null with none)."
+    )
     leech = serializers.BooleanField(help_text="True when any of your scheduled cards is a leech.")
     leech_count = serializers.IntegerField()
     leech_cards = serializers.ListField(

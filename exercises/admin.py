@@ -1,8 +1,9 @@
-"""Read-only screens: exercises and attempts are the learners' records, not staff content."""
+"""Read-only screens: exercises, attempts and predictions are the learners' records, not staff
+content."""
 
 from django.contrib import admin
 
-from exercises.models import Attempt, Exercise
+from exercises.models import Attempt, Exercise, Prediction
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -59,3 +60,13 @@ class AttemptAdmin(ReadOnlyAdmin):
     search_fields = ("exercise__owner__username",)
     list_select_related = ("exercise",)
     readonly_fields = [f.name for f in Attempt._meta.fields]
+
+
+@admin.register(Prediction)
+class PredictionAdmin(ReadOnlyAdmin):
+    list_display = ("id", "owner", "exercise", "ask", "answer", "expected", "correct", "created_at")
+    list_filter = ("correct", "exercise__kind", "created_at")
+    search_fields = ("owner__username", "ask")
+    list_select_related = ("owner", "exercise")
+    date_hierarchy = "created_at"
+    readonly_fields = [f.name for f in Prediction._meta.fields]

@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import GenericAPIView
@@ -17,13 +22,19 @@ from exercises import selectors, services
 from exercises.checking import AnswerError
 from exercises.kinds import ParamError, UnknownKindError
 from exercises.models import Exercise
+from exercises.predictions import prediction_summary
+from exercises.presets import PRESETS, preset_question
 from exercises.serializers import (
     AttemptsExhaustedErrorSerializer,
     ExerciseCreateSerializer,
     ExerciseKindSerializer,
     ExerciseSerializer,
+    PlaygroundPredictionRequestSerializer,
+    PlaygroundPredictionSerializer,
+    PlaygroundQuestionSerializer,
     PlaygroundRequestSerializer,
     PlaygroundResponseSerializer,
+    PredictionResultSerializer,
     SubmitResultSerializer,
     SubmitSerializer,
 )
@@ -158,14 +169,27 @@ class ExerciseSubmitView(APIView):
             "Malformed answers (NaN, infinity, strings, booleans, a wrong shape, an unknown or "
             "missing part) are 400 and use no attempt. A solved exercise, or one with every "
             "attempt used, takes no more answers: 409. The solution is null until the "
-            "exercise is solved or out of attempts."
+            "exercise is solved or out of attempts.\n\n"
+            "Predict first: when the exercise's first ask has `choices`, submit that part "
+            "alone first (`{answers: {prediction: <one of the choices>}}`): it is recorded "
+            "once, uses no attempt and records no review, and the answer is a prediction "
+            "result. Numeric parts before it, or a second prediction, are 409; a value not "
+            "among the choices is 400 naming the part and the choices. Later results carry "
+            "`prediction`: the choice beside what the numbers say."
         ),
         request=SubmitSerializer,
         responses={
-            200: SubmitResultSerializer,
+            200: PolymorphicProxySerializer(
+                component_name="SubmitOrPredictionResult",
+                serializers=[SubmitResultSerializer, PredictionResultSerializer],
+                resource_type_field_name=None,
+            ),
             409: OpenApiResponse(
                 AttemptsExhaustedErrorSerializer,
-                description="The exercise is solved, or every attempt is used.",
+                description=(
+                    "The exercise is solved, or every attempt is used; or the prediction must "
+                    "come first; or it was already made ({detail, answers: {part: [message]}})."
+                ),
             ),
         },
     )
@@ -181,6 +205,8 @@ class ExerciseSubmitView(APIView):
             outcome = self.attempt(request, exercise_id, answers)
         except Exercise.DoesNotExist:
             raise NotFound() from None
+        except (services.PredictionRequired, services.PredictionAlreadyMade) as exc:
+            raise PredictionConflict(exc) from None
         except AnswerError as exc:
             raise ValidationError(
                 {"answers": {part: [msg] for part, msg in exc.errors.items()}}
@@ -194,6 +220,16 @@ class ExerciseSubmitView(APIView):
         return services.attempt_submit(
             owner=request.user, exercise_id=exercise_id, answers=answers, at=timezone.now()
         )
+
+
+class PredictionConflict(ValidationError):
+    """409: the numeric parts came before the prediction, or a second prediction came."""
+
+    status_code = status.HTTP_409_CONFLICT
+
+    def __init__(self, exc: services.PredictionRequired | services.PredictionAlreadyMade):
+        super().__init__()
+        self.detail = {"detail": exc.message, "answers": {p: [m] for p, m in exc.errors.items()}}
 
 
 class ExerciseClosedConflict(ValidationError):
@@ -235,3 +271,50 @@ class AttentionPlaygroundView(APIView):
         except services.PlaygroundError as exc:
             raise ValidationError(exc.errors) from None
         return Response(result)
+
+
+class PlaygroundPredictionView(APIView):
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        operation_id="attention_predictions_questions",
+        summary="The playground presets' prediction questions",
+        responses={200: PlaygroundQuestionSerializer(many=True)},
+    )
+    def get(self, request):
+        return Response([preset_question(name) for name in PRESETS])
+
+    @extend_schema(
+        operation_id="attention_predictions_create",
+        summary="Commit to a prediction about a playground preset",
+        description=(
+            "Predict first: pick a lesson preset (GET lists each question and its choices), "
+            "commit to one choice, and get the preset's weights with the prediction marked "
+            "right or wrong. Stored; counted in stats/ `predictions_30d`. An unknown preset "
+            "or an answer not among the preset's choices is 400 naming the field."
+        ),
+        request=PlaygroundPredictionRequestSerializer,
+        responses={201: PlaygroundPredictionSerializer},
+    )
+    def post(self, request):
+        body = PlaygroundPredictionRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        preset, answer = body.validated_data["preset"], body.validated_data["answer"]
+        try:
+            made, result = services.playground_prediction_record(
+                owner=request.user, preset=preset, answer=answer, at=timezone.now()
+            )
+        except services.PlaygroundError as exc:
+            raise ValidationError(exc.errors) from None
+        summary = prediction_summary({"name": preset}, made.answer, made.expected, made.correct)
+        data = {
+            **preset_question(preset),
+            "id": made.pk,
+            "answer": made.answer,
+            "expected": made.expected,
+            "correct": made.correct,
+            "message": summary["message"],
+            "created_at": made.created_at,
+            "weights": result["weights"],
+        }
+        return Response(PlaygroundPredictionSerializer(data).data, status=status.HTTP_201_CREATED)

@@ -157,6 +157,20 @@ MISTAKES: dict[str, Mistake] = {
             {"cost": "one_head"},
         ),
         Mistake(
+            "high_weight_as_reliance",
+            "This takes the highest attention weight as reliance: a high weight is not "
+            "evidence that the model relies on the token. Judge by the change in the output "
+            "when the token is removed: large and consistent across inputs, or not.",
+            {"ablation": "weight_as_reliance"},
+        ),
+        Mistake(
+            "ablation_masked_query",
+            "This matches masking the token as a query (blocking its row): the [CLS] row that "
+            "is read out does not change, so nothing does. Remove the token as a key: its "
+            "column becomes minus infinity in the [CLS] row and the other weights renormalise.",
+            {"ablation": "query_mask"},
+        ),
+        Mistake(
             "share_qk_only",
             "This counts only Q K^T in the n×n part: A V costs another n² d multiply-adds.",
             {"cost": "qk_only"},
@@ -305,7 +319,17 @@ def validate_answers(asks: Sequence[Mapping[str, Any]], answers: Any) -> dict[st
                 f"Unknown part {name!r}; this exercise asks for: {', '.join(shapes)}."
             )
     parsed: dict[str, np.ndarray] = {}
+    choices = {ask["name"]: ask["choices"] for ask in asks if ask.get("choices")}
     for name, shape in shapes.items():
+        if name in choices:
+            if name not in answers:
+                errors[name] = f"Missing; expected {describe_choices(choices[name])}."
+                continue
+            try:
+                parsed[name] = choice_index(choices[name], answers[name])
+            except ValueError as exc:
+                errors[name] = str(exc)
+            continue
         if name not in answers:
             errors[name] = f"Missing; expected {describe_shape(shape)}."
             continue
@@ -418,12 +442,17 @@ def mark(
     first_wrong: str | None = None
     for ask in asks:
         name, shape, exact = ask["name"], ask["shape"], bool(ask.get("exact"))
-        ok = _cells_ok(given[name], solution[name], exact=exact, rtol=rtol, atol=atol)
+        ok = _cells_ok(given[name], _cells(ask, solution[name]), exact=exact, rtol=rtol, atol=atol)
         follow = follows.get(name)
         follows_part = False
         if not ok.all() and follow is not None and all(u in parts for u in follow.uses):
             own = _cells_ok(
-                given[name], follow.value, exact=exact, rtol=rtol, atol=atol, slack=follow.slack
+                given[name],
+                _cells(ask, follow.value),
+                exact=exact,
+                rtol=rtol,
+                atol=atol,
+                slack=follow.slack,
             )
             if all(parts[u].correct for u in follow.uses):
                 ok = ok | own  # right from right earlier parts: their rounding is carried
@@ -444,9 +473,12 @@ def mark(
                 False, wrong_cells, message, right, cells, follows=True, follows_from=follow.words
             )
             continue
-        parts[name] = PartResult(
-            False, wrong_cells, _wrong_message(exact, shape, cells, right), right, cells
+        message = (
+            "Not the choice the numbers support."
+            if ask.get("choices")
+            else _wrong_message(exact, shape, cells, right)
         )
+        parts[name] = PartResult(False, wrong_cells, message, right, cells)
         if first_wrong is None:
             first_wrong = name
     return parts, first_wrong
@@ -534,14 +566,27 @@ def _diagnose(kind, inputs, asks, solution, given, parts, step, rtol, atol):
     changes the step at all.
     """
     exact_of = {a["name"]: bool(a.get("exact")) for a in asks}
+    ask_of = {a["name"]: a for a in asks}
     exact = exact_of[step]
     earlier = [a["name"] for a in asks][: [a["name"] for a in asks].index(step)]
     floats = {name: np.asarray(value, dtype=float) for name, value in given.items()}
     right_follow = _follow_on(kind, inputs, floats).get(step)
 
     def matches(alt, slack=0.0) -> bool:
+        alt = _cells(ask_of[step], alt)
         return bool(
             _cells_ok(given[step], alt, exact=exact, rtol=rtol, atol=atol, slack=slack).all()
+        )
+
+    def same(name, a, b) -> bool:
+        return bool(
+            _cells_ok(
+                _cells(ask_of[name], a),
+                _cells(ask_of[name], b),
+                exact=exact_of[name],
+                rtol=rtol,
+                atol=atol,
+            ).all()
         )
 
     found: list[dict[str, Any]] = []
@@ -553,9 +598,7 @@ def _diagnose(kind, inputs, asks, solution, given, parts, step, rtol, atol):
             follow is not None
             and right_follow is not None
             and all(parts.get(u) and parts[u].correct for u in follow.uses)
-            and not _cells_ok(
-                follow.value, right_follow.value, exact=exact, rtol=rtol, atol=atol
-            ).all()
+            and not same(step, follow.value, right_follow.value)
         ):
             explained = matches(follow.value, follow.slack)
         if not explained:
@@ -567,14 +610,8 @@ def _diagnose(kind, inputs, asks, solution, given, parts, step, rtol, atol):
             explained = bool(
                 chain
                 and step in chain
-                and not _cells_ok(
-                    chain[step], solution[step], exact=exact, rtol=rtol, atol=atol
-                ).all()
-                and all(
-                    _cells_ok(given[n], chain[n], exact=exact_of[n], rtol=rtol, atol=atol).all()
-                    for n in earlier
-                    if n in chain
-                )
+                and not same(step, chain[step], solution[step])
+                and all(same(n, given[n], chain[n]) for n in earlier if n in chain)
                 and matches(chain[step])
             )
         if explained:
@@ -613,16 +650,22 @@ def variant_problems(kind: Any, generated: Any, decimals: int = 3) -> list[str]:
 
 def accepted(kind: Any, generated: Any, answers: Mapping[str, Any]) -> bool:
     """Would these answers (a value per asked part) be marked correct?"""
+    # A prediction asked first is answered on its own and marked apart from the numbers.
+    asks = (
+        generated.asks[1:]
+        if generated.asks and generated.asks[0].get("choices")
+        else generated.asks
+    )
     given = {}
-    for ask in generated.asks:
-        value = answers[ask["name"]]
+    for ask in asks:
+        value = _cells(ask, answers[ask["name"]])
         given[ask["name"]] = (
             np.asarray(value, dtype=object) if ask.get("exact") else np.asarray(value, dtype=float)
         )
         if not ask.get("exact") and not np.isfinite(given[ask["name"]]).all():
             return False
     result = check_given(
-        asks=generated.asks,
+        asks=asks,
         solution=generated.solution,
         given=given,
         rtol=generated.rtol,
@@ -632,3 +675,28 @@ def accepted(kind: Any, generated: Any, answers: Mapping[str, Any]) -> bool:
         diagnose=False,
     )
     return result.correct
+
+
+# --- Parts answered with one of a list of choices ---------------------------------------
+# An ask with ``choices`` (a list of strings) takes one of them. It is checked like a
+# number: its answer and the expected choice become their positions in the list, so
+# the score, ``wrong_cells`` ([[]]) and the diagnosis treat it as one cell.
+
+
+def describe_choices(choices: Sequence[str]) -> str:
+    return "one of " + ", ".join(repr(c) for c in choices)
+
+
+def choice_index(choices: Sequence[str], value: Any) -> np.ndarray:
+    """The position of ``value`` among ``choices``; ValueError names what came and what fits."""
+    if isinstance(value, str) and value in choices:
+        return np.asarray(float(list(choices).index(value)))
+    got = repr(value) if isinstance(value, str) else _kind_of(value)
+    raise ValueError(f"Expected {describe_choices(choices)}; got {got}.")
+
+
+def _cells(ask: Mapping[str, Any], value: Any) -> Any:
+    """``value`` as the cells it is marked by: a choice (a string) becomes its position."""
+    if ask.get("choices") and isinstance(value, str):
+        return choice_index(ask["choices"], value) if value in ask["choices"] else np.nan
+    return value

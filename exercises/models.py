@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 
 class Exercise(models.Model):
@@ -59,3 +60,43 @@ class Attempt(models.Model):
 
     def __str__(self) -> str:
         return f"attempt {self.number} of exercise #{self.exercise_id}"
+
+
+class Prediction(models.Model):
+    """A learner's answer to a question asked before the numbers, and whether they bore it out.
+
+    ``exercise`` is set for an exercise's prediction (``ask`` is the part's name; one per
+    exercise and part) and null for one made in the playground (``ask`` is
+    ``playground:<preset>``) or once its exercise is purged. ``expected`` is what the
+    numbers say.
+    """
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="predictions"
+    )
+    # SET_NULL: a prediction outlives its exercise being purged, so the accuracy over
+    # the last 30 days keeps counting it.
+    exercise = models.ForeignKey(
+        Exercise, on_delete=models.SET_NULL, null=True, blank=True, related_name="predictions"
+    )
+    ask = models.CharField(max_length=80)
+    answer = models.CharField(max_length=200)
+    expected = models.CharField(max_length=200)
+    correct = models.BooleanField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "created_at"], name="prediction_owner_recent"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["exercise", "ask"],
+                condition=Q(exercise__isnull=False),
+                name="prediction_once_per_exercise_ask",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"prediction {self.answer!r} ({'right' if self.correct else 'wrong'})"

@@ -16,7 +16,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from exercises.kinds import KINDS
-from exercises.services import PLAYGROUND_MAX, attempts_summary, solution_if_revealed
+from exercises.predictions import first_prediction
+from exercises.presets import PRESETS, prediction_choices
+from exercises.services import (
+    PLAYGROUND_MAX,
+    attempts_summary,
+    prediction_state,
+    solution_if_revealed,
+)
 
 PLAYGROUND_MAX_ABS = 1e6
 
@@ -288,6 +295,31 @@ class AskSerializer(serializers.Serializer):
         required=False,
         help_text="Present and true for a whole number checked exactly (a count, a shape).",
     )
+    choices = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text=(
+            "Present when the answer is one of these strings. When the first ask has choices "
+            "it is a prediction: submit it first, on its own (no attempt used); the numeric "
+            "parts open after it."
+        ),
+    )
+    question = serializers.CharField(required=False, help_text="The prediction's question.")
+
+
+class PredictionStateSerializer(serializers.Serializer):
+    part = serializers.CharField()
+    answer = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class PredictionSummarySerializer(serializers.Serializer):
+    part = serializers.CharField()
+    question = serializers.CharField()
+    answer = serializers.CharField(help_text="The choice predicted.")
+    expected = serializers.CharField(help_text="What the numbers say.")
+    correct = serializers.BooleanField()
+    message = serializers.CharField()
 
 
 class ToleranceSerializer(serializers.Serializer):
@@ -322,6 +354,10 @@ class ExerciseSerializer(serializers.Serializer):
         help_text="Expected answers by part; null until solved or out of attempts."
     )
     created_at = serializers.DateTimeField()
+    prediction = serializers.SerializerMethodField(
+        help_text="The prediction committed to ({part, answer, created_at}); null until made "
+        "or when the exercise asks none."
+    )
 
     def get_tolerance(self, obj) -> ToleranceSerializer:
         return {"rtol": obj.rtol, "atol": obj.atol}
@@ -332,6 +368,16 @@ class ExerciseSerializer(serializers.Serializer):
     @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": ANY_JSON})
     def get_solution(self, obj):
         return solution_if_revealed(obj)
+
+    @extend_schema_field(PredictionStateSerializer(allow_null=True))
+    def get_prediction(self, obj):
+        ask = first_prediction(obj.asks)
+        if ask is None:
+            return None
+        # ``.all()`` uses a prefetch when the list view made one.
+        made = next((p for p in obj.predictions.all() if p.ask == ask["name"]), None)
+        state = prediction_state(ask, made)
+        return None if state is None else PredictionStateSerializer(state).data
 
 
 @extend_schema_field(ANY_JSON)
@@ -415,6 +461,25 @@ class SubmitResultSerializer(serializers.Serializer):
             "recorded ({id, card, result, step, interval_days, due_on}); null otherwise."
         ),
     )
+    prediction = PredictionSummarySerializer(
+        allow_null=True,
+        required=False,
+        help_text="The prediction made first, beside what the numbers say; null when none.",
+    )
+
+
+class PredictionResultSerializer(serializers.Serializer):
+    """The answer to a submission of the prediction alone: recorded, no attempt used."""
+
+    prediction = PredictionStateSerializer()
+    attempts = AttemptsSerializer()
+    solved = serializers.BooleanField()
+    next = serializers.ListField(
+        child=serializers.CharField(), help_text="The parts now open, submitted together."
+    )
+    review = serializers.DictField(
+        allow_null=True, required=False, help_text="Always null: a prediction records no review."
+    )
 
 
 class ParamDescriptionSerializer(serializers.Serializer):
@@ -458,3 +523,97 @@ class PlaygroundRequestSchema(OpenApiSerializerExtension):
             {"required": list(PROJECTED), "not": {"anyOf": [{"required": [n]} for n in DIRECT]}},
         ]
         return schema
+
+
+# --- Predictions in the playground ---------------------------------------------------------
+
+
+class PlaygroundPredictionRequestSerializer(RefusesUnknownFields):
+    preset = serializers.ChoiceField(
+        choices=list(PRESETS),
+        help_text="The lesson preset the prediction is about.",
+        error_messages={"invalid_choice": f"Expected one of {', '.join(PRESETS)}; got {{input}}."},
+    )
+    answer = serializers.CharField(
+        max_length=200, trim_whitespace=False, help_text="One of the preset's choices."
+    )
+
+    def validate(self, attrs):
+        choices = prediction_choices(attrs["preset"])
+        if attrs["answer"] not in choices:
+            raise serializers.ValidationError(
+                {
+                    "answer": [
+                        f"Expected one of {', '.join(repr(c) for c in choices)} for preset "
+                        f"{attrs['preset']!r}; got {attrs['answer']!r}."
+                    ]
+                }
+            )
+        return attrs
+
+
+class PlaygroundQuestionSerializer(serializers.Serializer):
+    preset = serializers.CharField()
+    question = serializers.CharField()
+    choices = serializers.ListField(child=serializers.CharField())
+
+
+class PlaygroundPredictionSerializer(PlaygroundQuestionSerializer):
+    id = serializers.IntegerField()
+    answer = serializers.CharField(help_text="The choice predicted.")
+    expected = serializers.CharField(help_text="What the preset's weights say.")
+    correct = serializers.BooleanField()
+    message = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    weights = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField()),
+        help_text="The preset's weights, revealed with the verdict.",
+    )
+
+
+def _literal(text: str) -> str:
+    """``text`` as a regular expression matching itself (ECMA-262 and Python alike)."""
+    return "".join("\\" + c if c in ".^$*+?()[]{}|\\/" else c for c in text)
+
+
+class PlaygroundPredictionRequestSchema(OpenApiSerializerExtension):
+    """One branch per preset with exactly its choices, so the schema says what is accepted."""
+
+    target_class = "exercises.serializers.PlaygroundPredictionRequestSerializer"
+
+    def map_serializer(self, auto_schema, direction):
+        every_choice = sorted({c for name in PRESETS for c in prediction_choices(name)})
+        return {
+            "type": "object",
+            "required": ["preset", "answer"],
+            "additionalProperties": False,
+            "properties": {
+                "preset": {
+                    "type": "string",
+                    "enum": list(PRESETS),
+                    "description": "The lesson preset the prediction is about.",
+                },
+                "answer": {
+                    "type": "string",
+                    "enum": every_choice,
+                    "description": "One of that preset's choices (GET lists them).",
+                },
+            },
+            "oneOf": [
+                {
+                    "title": name,
+                    "properties": {
+                        # Patterns, not enums: the schema generator merges enums by field name.
+                        "preset": {"type": "string", "pattern": f"^{name}$"},
+                        "answer": {
+                            "type": "string",
+                            "pattern": "^("
+                            + "|".join(map(_literal, prediction_choices(name)))
+                            + ")$",
+                        },
+                    },
+                    "required": ["preset", "answer"],
+                }
+                for name in PRESETS
+            ],
+        }

@@ -21,13 +21,13 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from exercises import engine
-from exercises.checking import check_answers
+from exercises import engine, predictions, presets
+from exercises.checking import AnswerError, check_answers, choice_index
 from exercises.kinds import SEED_MAX, ParamError, get_kind
-from exercises.models import Attempt, Exercise
+from exercises.models import Attempt, Exercise, Prediction
 from exercises.selectors import exercise_for_owner
 from exercises.variants import draw_variant
 
@@ -71,12 +71,41 @@ def closed_error(exercise: Exercise) -> ExerciseClosed | None:
     return None
 
 
+# Both are answer errors naming the prediction's part, so a page shows them beside it;
+# the API answers them 409 (the exercise is not in the state the submission assumes).
+class PredictionRequired(AnswerError):
+    """The exercise asks a prediction first and none is recorded yet."""
+
+    def __init__(self, exercise: Exercise, ask: dict[str, Any]):
+        choices = ", ".join(repr(c) for c in ask["choices"])
+        self.message = (
+            f"Predict first: submit {{{ask['name']!r}: one of {choices}}} on its own; "
+            "the numeric parts open after it and no attempt is used by it."
+        )
+        super().__init__({ask["name"]: self.message})
+        self.exercise = exercise
+        self.ask = ask
+
+
+class PredictionAlreadyMade(AnswerError):
+    """A prediction is recorded once per exercise; it cannot be changed."""
+
+    def __init__(self, prediction: Prediction):
+        self.message = (
+            f"The prediction is already recorded ({prediction.answer!r}) and cannot be "
+            "changed; submit the numeric parts."
+        )
+        super().__init__({prediction.ask: self.message})
+        self.prediction = prediction
+
+
 @dataclass
 class SubmitOutcome:
     result: dict[str, Any]
     first_attempt: bool
     exercise: Exercise
-    attempt: Attempt
+    # None for a prediction: it uses no attempt (and records no review).
+    attempt: Attempt | None
 
 
 def attempts_summary(exercise: Exercise) -> dict[str, int]:
@@ -161,11 +190,24 @@ def attempt_submit(*, owner, exercise_id: int, answers: Any, at: datetime) -> Su
     submissions never exceed ``max_attempts`` nor add to a solved exercise.
     """
     exercise = exercise_for_owner(owner=owner, exercise_id=exercise_id)
+    ask = predictions.first_prediction(exercise.asks)
+    made = None
+    if ask is not None:
+        made = Prediction.objects.filter(exercise=exercise, ask=ask["name"]).first()
+        if isinstance(answers, dict) and ask["name"] in answers and made is not None:
+            raise PredictionAlreadyMade(made)
     closed = closed_error(exercise)
     if closed is not None:
         raise closed
+    if ask is not None:
+        if isinstance(answers, dict) and ask["name"] in answers:
+            return _prediction_submit(
+                owner=owner, exercise=exercise, ask=ask, answers=answers, at=at
+            )
+        if made is None:
+            raise PredictionRequired(exercise, ask)
     checked = check_answers(
-        asks=exercise.asks,
+        asks=predictions.numeric_asks(exercise.asks),
         solution=exercise.solution,
         answers=answers,
         rtol=exercise.rtol,
@@ -198,9 +240,65 @@ def attempt_submit(*, owner, exercise_id: int, answers: Any, at: datetime) -> Su
             result=result,
         )
     result["attempt"] = attempt.number
+    result["prediction"] = (
+        None
+        if made is None
+        else predictions.prediction_summary(ask, made.answer, made.expected, made.correct)
+    )
     return SubmitOutcome(
         result=result, first_attempt=attempt.number == 1, exercise=exercise, attempt=attempt
     )
+
+
+def _prediction_submit(
+    *, owner, exercise: Exercise, ask: dict[str, Any], answers: dict[str, Any], at: datetime
+) -> SubmitOutcome:
+    """Record the prediction asked first: on its own, once, and without using an attempt."""
+    name = ask["name"]
+    extra = [part for part in answers if part != name]
+    if extra:
+        raise AnswerError(
+            {
+                str(part): (
+                    f"Submit {name!r} on its own first; the numeric parts open after the "
+                    "prediction."
+                )
+                for part in extra
+            }
+        )
+    try:
+        choice_index(ask["choices"], answers[name])
+    except ValueError as exc:
+        raise AnswerError({name: str(exc)}) from None
+    answer, expected = answers[name], exercise.solution[name]
+    try:
+        with transaction.atomic():
+            made = Prediction.objects.create(
+                owner=owner,
+                exercise=exercise,
+                ask=name,
+                answer=answer,
+                expected=expected,
+                correct=answer == expected,
+                created_at=at,
+            )
+    except IntegrityError:
+        # A concurrent request recorded it first.
+        raise PredictionAlreadyMade(Prediction.objects.get(exercise=exercise, ask=name)) from None
+    result = {
+        "prediction": prediction_state(ask, made),
+        "attempts": attempts_summary(exercise),
+        "solved": exercise.solved,
+        "next": [a["name"] for a in predictions.numeric_asks(exercise.asks)],
+    }
+    return SubmitOutcome(result=result, first_attempt=False, exercise=exercise, attempt=None)
+
+
+def prediction_state(ask: dict[str, Any], made: Prediction | None) -> dict[str, Any] | None:
+    """What an exercise shows of its prediction before the numbers: the choice committed to."""
+    if made is None:
+        return None
+    return {"part": ask["name"], "answer": made.answer, "created_at": made.created_at}
 
 
 def exercises_purge_stale(*, older_than: datetime) -> int:
@@ -324,3 +422,44 @@ def attention_playground(
         if name in out
     }
     return out
+
+
+# --- Predictions in the playground ---------------------------------------------------------
+
+
+def playground_prediction_record(
+    *, owner, preset: str, answer: str, at: datetime
+) -> tuple[Prediction, dict[str, Any]]:
+    """Record a prediction about preset ``preset`` and mark it against its weights.
+
+    Returns the prediction and the preset's playground result (every intermediate).
+    Raises ``PlaygroundError`` naming ``preset`` or ``answer``.
+    """
+    if preset not in presets.PRESETS:
+        raise PlaygroundError(
+            {"preset": [f"Expected one of {', '.join(presets.PRESETS)}; got {preset!r}."]}
+        )
+    choices = presets.prediction_choices(preset)
+    if answer not in choices:
+        raise PlaygroundError(
+            {"answer": [f"Expected one of {', '.join(repr(c) for c in choices)}; got {answer!r}."]}
+        )
+    entry = presets.PRESETS[preset]
+    result = attention_playground(
+        **{name: np.asarray(m, dtype=float) for name, m in entry["matrices"].items()},
+        mask="causal" if entry["causal"] else "none",
+        scale=entry["scale"],
+    )
+    expected = presets.prediction_expected(
+        preset, np.asarray(result["weights"]), np.asarray(result["mask"])
+    )
+    made = Prediction.objects.create(
+        owner=owner,
+        exercise=None,
+        ask=f"playground:{preset}",
+        answer=answer,
+        expected=expected,
+        correct=answer == expected,
+        created_at=at,
+    )
+    return made, result

@@ -13,4 +13,9 @@ urlpatterns = [
     ),
     # exercises/{id}/submit/ is routed by cards.urls, which also records reviews.
     path("attention/", api.AttentionPlaygroundView.as_view(), name="attention-playground"),
+    path(
+        "attention/predictions/",
+        api.PlaygroundPredictionView.as_view(),
+        name="attention-predictions",
+    ),
 ]

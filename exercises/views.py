@@ -21,9 +21,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from exercises import selectors, services
+from exercises import predictions, selectors, services
 from exercises.kinds import KINDS, ParamError, UnknownKindError
 from exercises.models import Attempt, Exercise
+from exercises.presets import DEFAULT_PRESET, PRESETS, preset_question
 
 # --- Answer grids ---------------------------------------------------------------------
 
@@ -78,8 +79,19 @@ def parse_answer_cells(asks: list[dict], data) -> tuple[dict, dict, dict[str, li
     answers: dict[str, Any] = {}
     typed: dict[str, Any] = {}
     problems: dict[str, list[str]] = {}
-    for ask in asks:
+    for ask in asks_in_form(asks, data):
         name, shape = ask["name"], list(ask["shape"])
+        if ask.get("choices"):
+            text = str(data.get(cell_field(name, ()), ""))[:MAX_CHOICE_CHARS]
+            typed[name] = text
+            if text in ask["choices"]:
+                answers[name] = text
+            else:
+                problems[name] = [
+                    f"{name}: choose one of {', '.join(ask['choices'])}"
+                    + (f"; got {text!r}." if text else ".")
+                ]
+            continue
         numbers: dict[tuple[int, ...], float] = {}
         raw: dict[tuple[int, ...], str] = {}
         for index in cell_indices(shape):
@@ -102,6 +114,19 @@ def parse_answer_cells(asks: list[dict], data) -> tuple[dict, dict, dict[str, li
         if name not in problems:
             answers[name] = _nest(numbers, shape)
     return answers, typed, problems
+
+
+MAX_CHOICE_CHARS = 200
+
+
+def asks_in_form(asks: list[dict], data) -> list[dict]:
+    """The asks one submitted form answers: the prediction alone (``phase=prediction``),
+    else the numeric parts; every ask for an exercise without a prediction."""
+    if not predictions.first_prediction(asks):
+        return list(asks)
+    if data.get("phase") == "prediction":
+        return [asks[0]]
+    return predictions.numeric_asks(asks)
 
 
 def invalid_cells(asks: list[dict], data, problems: dict) -> dict[str, list[list[int]]]:
@@ -167,8 +192,9 @@ def exercise_context(
     last: Attempt | None = exercise.attempt_set.order_by("-number").first()
     result = last.result if last else None
     solution = services.solution_if_revealed(exercise)
+    prediction = _prediction_context(exercise, last, problems, typed)
     parts = []
-    for ask in exercise.asks:
+    for ask in predictions.numeric_asks(exercise.asks):
         name = ask["name"]
         verdict = (result or {}).get("parts", {}).get(name) if not problems else None
         if typed is not None:
@@ -194,6 +220,7 @@ def exercise_context(
                 "problems": (problems or {}).get(name, []),
                 "invalid_cells": (invalid or {}).get(name, []),
                 "solution": solution.get(name) if solution else None,
+                "choices": ask.get("choices"),
             }
         )
     labels = token_labels(exercise)
@@ -204,7 +231,23 @@ def exercise_context(
     ):
         weights = (source or {}).get("weights")
         if isinstance(weights, list) and weights and isinstance(weights[0], list):
-            weights_map = {"matrix": weights, "caption": caption}
+            weights_map = {
+                "matrix": weights,
+                "caption": caption,
+                "row_labels": labels,
+                "col_labels": labels,
+                "row_axis": "query",
+                "explain": "Rows are queries, columns are keys",
+            }
+            if exercise.kind == "ablation":
+                # One row per input: the [CLS] query's weights over that input's tokens.
+                weights_map.update(
+                    row_labels=[f"input {m + 1}" for m in range(len(weights))],
+                    col_labels=[f"token {j}" for j in range(len(weights[0]))],
+                    row_axis="input",
+                    explain="Rows are inputs (the [CLS] query's weights in each), columns are "
+                    "tokens as keys",
+                )
             break
     remaining = max(exercise.max_attempts - exercise.attempts_used, 0)
     closed = services.closed_error(exercise)
@@ -221,6 +264,26 @@ def exercise_context(
         "weights_map": weights_map,
         "labels": labels,
         "submit_url": submit_url,
+        "prediction": prediction,
+        "numbers_open": prediction is None or prediction["made"] is not None,
+    }
+
+
+def _prediction_context(exercise: Exercise, last, problems, typed) -> dict[str, Any] | None:
+    """The prediction asked first: the choice made, and once the numbers are in, the verdict."""
+    ask = predictions.first_prediction(exercise.asks)
+    if ask is None:
+        return None
+    made = exercise.predictions.filter(ask=ask["name"]).first()
+    summary = None
+    if made is not None and last is not None:
+        summary = predictions.prediction_summary(ask, made.answer, made.expected, made.correct)
+    return {
+        "ask": ask,
+        "made": made,
+        "summary": summary,
+        "problems": (problems or {}).get(ask["name"], []),
+        "typed": (typed or {}).get(ask["name"]),
     }
 
 
@@ -231,6 +294,8 @@ def _param_value(spec, raw: str) -> Any:
     if spec.type == "bool":
         return raw in ("on", "true", "1")
     if spec.type == "choice":
+        if raw == "":
+            return spec.default  # a field the form did not send, like an empty number
         for choice in spec.choices or ():
             if str(choice) == raw:
                 return choice
@@ -356,55 +421,6 @@ MATRIX_HELP = {
     "W_K": "(d_model × d_k)",
     "W_V": "(d_model × d_v)",
 }
-_BAG_WQ = [[1, 0], [0, 1], [1, 1]]
-_BAG_WK = [[1, 0], [1, 1], [0, 1]]
-_BAG_WV = [[2, 0], [0, 2], [1, 1]]
-_ABC = [[1, 0], [0, 1], [1, 1]]
-
-PRESETS: dict[str, dict[str, Any]] = {
-    "bag": {
-        "title": "bag / delayed / refund",
-        "note": "One-hot tokens with hand-set projections, d_k = 2 (the lesson's example).",
-        "mode": "xw",
-        "tokens": ["bag", "delayed", "refund"],
-        "matrices": {
-            "X": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
-            "W_Q": _BAG_WQ,
-            "W_K": _BAG_WK,
-            "W_V": _BAG_WV,
-        },
-        "scale": True,
-        "causal": False,
-    },
-    "abc": {
-        "title": "A / B / C, identity",
-        "note": "Q = K = V = X with A = [1, 0], B = [0, 1], C = [1, 1] (the article's example).",
-        "mode": "qkv",
-        "tokens": ["A", "B", "C"],
-        "matrices": {"Q": _ABC, "K": _ABC, "V": _ABC},
-        "scale": True,
-        "causal": False,
-    },
-    "large": {
-        "title": "Large scores (×8)",
-        "note": "The bag example's unscaled scores times 8: row 0 becomes (8, 8, 0) and its softmax (0.5, 0.5, 0.0002).",
-        "mode": "qkv",
-        "tokens": ["bag", "delayed", "refund"],
-        "matrices": {"Q": [[8 * x for x in row] for row in _BAG_WQ], "K": _BAG_WK, "V": _BAG_WV},
-        "scale": False,
-        "causal": False,
-    },
-    "identical": {
-        "title": "Identical keys",
-        "note": "Every key is the same, so every query spreads its weight evenly and the output is the mean value.",
-        "mode": "qkv",
-        "tokens": ["bag", "delayed", "refund"],
-        "matrices": {"Q": _BAG_WQ, "K": [[1, 1], [1, 1], [1, 1]], "V": _BAG_WV},
-        "scale": True,
-        "causal": False,
-    },
-}
-DEFAULT_PRESET = "bag"
 
 
 def _preset_entry(name: str) -> dict[str, Any]:
@@ -564,5 +580,6 @@ def playground(request: HttpRequest) -> HttpResponse:
         else "Scores Q Kᵀ (unscaled, before the mask)",
         "query_labels": tokens[: len(result["Q"])] if result else tokens,
         "key_labels": tokens[: len(result["K"])] if result else tokens,
+        "prediction": preset_question(entry["preset"]) if entry["preset"] else None,
     }
     return render(request, "exercises/playground.html", context, status=400 if errors else 200)

@@ -103,6 +103,15 @@ def _exercises(user) -> list[dict]:
     return exercises
 
 
+def _predictions(user) -> list[dict]:
+    from exercises.models import Prediction
+
+    rows = Prediction.objects.filter(owner=user).order_by("created_at", "id")
+    return list(
+        rows.values("id", "exercise_id", "ask", "answer", "expected", "correct", "created_at")
+    )
+
+
 def _reminders(user) -> list[dict]:
     rows = Reminder.objects.filter(learner=user).order_by("study_day")
     return list(rows.values("study_day", "due_count", "sent_at"))
@@ -122,6 +131,7 @@ EXPORT_SECTIONS: dict[str, Callable] = {
     "states": _states,
     "reviews": _reviews,
     "exercises": _exercises,
+    "predictions": _predictions,
     "reports": _reports,
     "reminders": _reminders,
 }

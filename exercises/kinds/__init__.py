@@ -28,3 +28,6 @@ __all__ = [
     "get_kind",
     "quadratic_share",
 ]
+
+# Registered after the kinds above, so the catalogue lists it last.
+from exercises.kinds import ablation  # noqa: E402, F401

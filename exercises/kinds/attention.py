@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from exercises import engine
+from exercises import engine, predictions
 from exercises.kinds.base import (
     ROUNDING_RULE,
     STEP_DECIMALS,
@@ -314,6 +314,13 @@ class AttentionKind(_AttentionFamily):
         ),
         "scale": SCALE_SPEC,
         "max_abs": ParamSpec("int", 2, "Entries are integers from -max_abs to max_abs.", 1, 5),
+        "predict": ParamSpec(
+            "choice",
+            "none",
+            "Ask a prediction first: 'top_key' (which key gets the most weight in a row), "
+            "'uniform' (is a row uniform? half the variants have identical keys).",
+            choices=("none", "top_key", "uniform"),
+        ),
     }
 
     def finish_params(self, params):
@@ -335,6 +342,9 @@ class AttentionKind(_AttentionFamily):
         return [*super().params_rules(), padding_needs_three]
 
     def generate(self, params, rng):
+        return _predict_first(self._generate(params, rng), params["predict"], rng)
+
+    def _generate(self, params, rng):
         n, d_k, d_v, hi = params["n"], params["d_k"], params["d_v"], params["max_abs"]
         ints = rng.integers(-hi, hi + 1, size=n * (2 * d_k + d_v))
         Qi = ints[: n * d_k].reshape(n, d_k)
@@ -347,6 +357,8 @@ class AttentionKind(_AttentionFamily):
             mask = trailing_padding(n, n, int(rng.integers(1, n - 1)))
         else:
             mask = np.zeros((n, n), dtype=bool)
+        if params["predict"] == "uniform" and rng.random() < 0.5:
+            Ki[:] = Ki[0]  # identical keys: every query spreads its weight evenly
         scale = params["scale"]
         trace = engine.scaled_dot_product_attention(
             Qi.astype(float),
@@ -625,6 +637,13 @@ class CausalKind(_MaskedWeightsKind):
             MAX_WIDTH,
         ),
         "scale": SCALE_SPEC,
+        "predict": ParamSpec(
+            "choice",
+            "none",
+            "Ask a prediction first: 'token_0' (what does token 0 attend to?) or 'top_key' "
+            "(which key gets the most weight in a row).",
+            choices=("none", "token_0", "top_key"),
+        ),
     }
 
     def generate(self, params, rng):
@@ -633,7 +652,8 @@ class CausalKind(_MaskedWeightsKind):
             f"{n} tokens of a decoder have queries $Q$, keys $K$ and values $V$, one row per "
             "token." + _mask_words("causal")
         )
-        return self._generated(params, rng, n, causal(n), lead)
+        generated = self._generated(params, rng, n, causal(n), lead)
+        return _predict_first(generated, params["predict"], rng)
 
 
 @register
@@ -828,3 +848,19 @@ def i_range(d_head: int) -> str:
     if d_head == 1:
         return "i"
     return r"i\,d_k \ldots (i+1)\,d_k - 1"
+
+
+def _predict_first(generated: Generated, how: str, rng: np.random.Generator) -> Generated:
+    """``generated`` with the prediction ``how`` asked first (unchanged for "none")."""
+    if how == "none":
+        return generated
+    weights, mask = generated.solution["weights"], generated.inputs["mask"]
+    if how == "token_0":
+        question = predictions.first_token_question(weights)
+    elif how == "uniform":
+        question = predictions.uniform_question(weights, mask, rng)
+    else:
+        question = predictions.top_key_question(
+            weights, mask, rng, skip_first=bool(np.asarray(mask)[0, 1:].all())
+        )
+    return predictions.with_prediction(generated, question)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from exercises import engine
+from exercises import engine, predictions
 from exercises.kinds.base import (
     ROUNDING_RULE,
     ExerciseKind,
@@ -310,6 +310,12 @@ class ScalingKind(ExerciseKind):
             1024,
         ),
         "n": ParamSpec("int", 3, "Number of scores in the row.", 2, 6),
+        "predict": ParamSpec(
+            "choice",
+            "none",
+            "'scale_effect' first asks whether removing 1/sqrt(d_k) sharpens or flattens the row.",
+            choices=("none", "scale_effect"),
+        ),
     }
     mistakes = ("sd_for_variance", "divided_by_d_k", "scale_swapped")
 
@@ -325,7 +331,7 @@ class ScalingKind(ExerciseKind):
             "(3) the softmax of the unscaled scores. " + ROUNDING_RULE
         )
         solution = self.answers_under({"d_k": d_k, "scores": raw.tolist()}, {})
-        return self.variant(
+        generated = self.variant(
             prompt=prompt,
             inputs={"d_k": d_k, "scores": raw.tolist()},
             asks=[
@@ -339,6 +345,9 @@ class ScalingKind(ExerciseKind):
                 "weights_unscaled": as_json(solution["weights_unscaled"]),
             },
         )
+        if params["predict"] == "scale_effect":
+            generated = predictions.with_prediction(generated, predictions.scale_question(raw, d_k))
+        return generated
 
     def answers_under(self, inputs, recipe, decimals=None):
         d_k = inputs["d_k"]

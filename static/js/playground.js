@@ -281,4 +281,50 @@
     clearTimeout(timer);
     compute();
   });
+
+  // Predict first: with a preset loaded, the results stay hidden until the learner
+  // commits to a prediction (stored through the API) or skips it.
+  var predict = document.getElementById("pg-predict");
+  if (predict) {
+    var verdict = document.getElementById("pg-predict-verdict");
+    var reveal = function () { results.hidden = false; };
+    results.hidden = true;
+    predict.hidden = false;
+    document.getElementById("pg-predict-skip").addEventListener("click", function () {
+      predict.hidden = true;
+      reveal();
+    });
+    predict.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var chosen = predict.querySelector("input[name=pg-prediction]:checked");
+      if (!chosen) {
+        verdict.className = "error";
+        verdict.textContent = "Choose one answer first.";
+        return;
+      }
+      fetch(predict.getAttribute("data-api"), {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrfToken() },
+        body: JSON.stringify({ preset: predict.getAttribute("data-preset"), answer: chosen.value })
+      }).then(function (response) {
+        return response.json().catch(function () { return null; }).then(function (body) {
+          return { status: response.status, body: body };
+        });
+      }).then(function (answer) {
+        if (answer.status !== 201) {
+          verdict.className = "error";
+          verdict.textContent = flatten(answer.body).join(" ");
+          return;
+        }
+        predict.querySelectorAll("input, button").forEach(function (node) { node.disabled = true; });
+        verdict.className = "part-verdict " + (answer.body.correct ? "ok" : "no");
+        verdict.textContent = (answer.body.correct ? "\u2713 Right. " : "\u2717 Wrong. ") + answer.body.message;
+        reveal();
+      }).catch(function () {
+        verdict.className = "error";
+        verdict.textContent = "The prediction could not be sent; try again.";
+      });
+    });
+  }
 })();

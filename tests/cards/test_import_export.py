@@ -134,7 +134,7 @@ BAD_FILES = [
     ),
     (
         _set(["cards", 3, "exercise", "kind"], "telepathy"),
-        "cards[3].exercise.kind: expected one of attention,",
+        "cards[3].exercise.kind: expected one of ablation, attention,",
     ),
     (
         _set(["cards", 3, "exercise", "params"], {"n": 99}),

@@ -8,11 +8,14 @@ PARAMETER_SETS: list[tuple[str, dict]] = [
     ("projection", {"preset": "lesson"}),
     ("projection", {"preset": "lesson", "mask": "causal"}),
     ("causal", {"n": 3, "d_k": 2}),
+    ("causal", {"n": 3, "d_k": 2, "predict": "token_0"}),
     ("padding", {"n_real": 2, "n_pad": 1}),
     ("multi_head", {"n": 3, "heads": 2, "d_head": 2}),
     ("shapes", {"n": 6, "heads": 2, "d_head": 4}),
     ("positional_encoding", {"d_model": 4, "positions": 2}),
     ("scaling", {"d_k": 16, "n": 3}),
+    ("scaling", {"d_k": 16, "n": 3, "predict": "scale_effect"}),
+    ("ablation", {"n_inputs": 3, "n": 3}),
     ("cost", {"n": 4096, "d_model": 1024, "heads": 16, "layers": 24}),
     # The largest allowed.
     ("attention", {"n": 8, "d_k": 8, "d_v": 8, "max_abs": 5, "mask": "padding"}),
@@ -29,6 +32,11 @@ PARAMETER_SETS: list[tuple[str, dict]] = [
     ("positional_encoding", {"d_model": 64, "positions": 4, "layout": "sines_then_cosines"}),
     ("scaling", {"d_k": 1024, "n": 6}),
     ("scaling", {"d_k": 4, "n": 6}),
+    ("scaling", {"d_k": 1024, "n": 6, "predict": "scale_effect"}),
+    ("attention", {"n": 8, "d_k": 8, "d_v": 8, "max_abs": 5, "predict": "top_key"}),
+    ("ablation", {"n_inputs": 5, "n": 5}),
+    ("ablation", {"n_inputs": 5, "n": 5, "case": "reliance"}),
+    ("ablation", {"n_inputs": 5, "n": 5, "case": "decoration"}),
     (
         "cost",
         {

@@ -84,6 +84,7 @@ def test_create_returns_the_exercise_without_solution(api):
         "mask": "none",
         "scale": True,
         "max_abs": 2,
+        "predict": "none",
         "seed": 42,
     }
     assert ex["tolerance"] == {"rtol": 0.01, "atol": 0.005}

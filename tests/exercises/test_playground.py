@@ -1,5 +1,9 @@
 import numpy as np
 import pytest
+from django.test import Client
+
+from exercises.models import Prediction
+from exercises.presets import PRESETS
 
 URL = "/api/v1/attention/"
 X = np.eye(3).tolist()
@@ -125,3 +129,79 @@ def test_large_but_allowed_input(api):
     q = rng.normal(size=(256, 4)).round(3).tolist()
     body = post(api, {"Q": q, "K": q, "V": q, "mask": "causal"}).json()
     assert body["shapes"]["weights"] == [256, 256]
+
+
+# --- Predict first in the playground -------------------------------------------------------
+
+PREDICTIONS = "/api/v1/attention/predictions/"
+
+
+@pytest.mark.parametrize(
+    ("preset", "right", "wrong"),
+    [
+        ("bag", "a tie between keys", "bag"),  # row 0 of the lesson: (0.401, 0.401, 0.198)
+        ("abc", "C", "a tie between keys"),
+        ("large", "almost none (under 5%)", "some (5% to 50%)"),
+        ("identical", "uniform", "not uniform"),
+        ("causal", "only itself", "every token equally"),
+    ],
+)
+def test_a_preset_prediction_is_marked_against_its_weights(api, learner, preset, right, wrong):
+    r = api.post(PREDICTIONS, {"preset": preset, "answer": right}, format="json")
+    assert r.status_code == 201, r.content
+    body = r.json()
+    assert body["correct"] is True and body["expected"] == right
+    assert body["preset"] == preset and right in body["choices"]
+    assert body["weights"] and all(abs(sum(row) - 1) < 1e-9 for row in body["weights"])
+    r = api.post(PREDICTIONS, {"preset": preset, "answer": wrong}, format="json")
+    assert r.status_code == 201
+    assert r.json()["correct"] is False and r.json()["expected"] == right
+    assert f"the numbers say {right!r}" in r.json()["message"]
+    stored = Prediction.objects.filter(owner=learner).order_by("id")
+    assert [(p.ask, p.answer, p.correct, p.exercise_id) for p in stored] == [
+        (f"playground:{preset}", right, True, None),
+        (f"playground:{preset}", wrong, False, None),
+    ]
+
+
+def test_the_questions_are_listed_for_every_preset(api):
+    r = api.get(PREDICTIONS)
+    assert r.status_code == 200
+    assert [q["preset"] for q in r.json()] == list(PRESETS)
+    assert all(q["question"] and len(q["choices"]) >= 2 for q in r.json())
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        ({"preset": "nope", "answer": "bag"}, "preset", "Expected one of bag, abc"),
+        ({"preset": "bag", "answer": "refunds"}, "answer", "'a tie between keys'"),
+        ({"preset": "bag", "answer": 3}, "answer", "Expected one of"),
+        ({"preset": "bag"}, "answer", "required"),
+        ({"preset": "bag", "answer": "bag", "row": 1}, "row", "Unknown field"),
+    ],
+)
+def test_bad_prediction_bodies_are_400_naming_the_field(api, body, field, words):
+    r = api.post(PREDICTIONS, body, format="json")
+    assert r.status_code == 400
+    assert words in " ".join(r.json()[field])
+    assert not Prediction.objects.exists()
+
+
+def test_predictions_need_a_learner(anon_api):
+    assert (
+        anon_api.post(PREDICTIONS, {"preset": "bag", "answer": "bag"}, format="json").status_code
+        == 401
+    )
+
+
+def test_the_playground_page_offers_the_presets_prediction(learner):
+    client = Client()
+    client.force_login(learner)
+    html = client.get("/playground/?preset=causal").content.decode()
+    assert 'id="pg-predict"' in html and 'data-preset="causal"' in html
+    assert "what does token 0 (bag) attend to?" in html
+    assert 'value="only itself"' in html
+    # Edited matrices are no preset: nothing to predict.
+    html = client.get("/playground/?mode=qkv&Q-0-0=1").content.decode()
+    assert 'id="pg-predict"' not in html
