@@ -37,7 +37,7 @@ BAD_CARDS = [
     (
         {"kind": "exercise", "answer": "", "exercise": {"kind": "telepathy", "params": {}}},
         "exercise.kind",
-        "expected one of attention",
+        "expected one of ablation, attention",
     ),
     ({"kind": "exercise", "answer": "", "exercise": None}, "exercise", "needs {kind, params}"),
     (

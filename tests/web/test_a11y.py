@@ -170,7 +170,11 @@ def test_every_exercise_kind_new_and_closed(live_server, view, check, learner, k
     view.goto(f"{base}/exercises/{exercise.pk}/")
     check(view, f"exercise-{kind}-new")
     # Closed: every attempt used on wrong answers, so the solution and heat map show.
-    zeros = {a["name"]: _zeros(a["shape"]) for a in exercise.asks}
+    # A part answered with a choice (the ablation verdict) takes one of its choices.
+    zeros = {
+        a["name"]: a["choices"][0] if a.get("choices") else _zeros(a["shape"])
+        for a in exercise.asks
+    }
     for _ in range(exercise.max_attempts):
         exercise_services.attempt_submit(
             owner=learner, exercise_id=exercise.pk, answers=zeros, at=timezone.now()
@@ -190,7 +194,12 @@ def test_exercise_list_and_playground(live_server, view, check, learner):
     view.goto(f"{base}/exercises/")
     check(view, "exercises")
     view.goto(f"{base}/playground/?preset=abc")
-    view.wait_for_selector("#weights-table")
+    # A preset asks a prediction first; the weights show once it is committed.
+    view.wait_for_selector("#pg-predict", state="visible")
+    check(view, "playground-predict")
+    view.locator("input[name='pg-prediction']").first.check()
+    view.get_by_role("button", name="Commit and show the weights").click()
+    view.wait_for_selector("#weights-table", state="visible")
     check(view, "playground")
     view.get_by_label("V row 1 column 1", exact=True).fill("oops")
     view.wait_for_selector("#pg-error li")

@@ -10,6 +10,7 @@ from django.test import Client
 
 from exercises import services as exercise_services
 from exercises.models import Exercise, Prediction
+from tests.web.conftest import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -74,8 +75,9 @@ def test_ablation_page_takes_numbers_and_a_verdict(live_server, page, learner, s
     screenshot(page, "ablation-01-wrong-verdict")
     page.get_by_role("radio", name="decoration").check()
     page.get_by_role("button", name="Check answers").click()
-    page.wait_for_function(
-        "document.querySelector('#exercise-feedback h3').textContent.includes('Correct')"
+    wait_until(
+        page,
+        "(document.querySelector('#exercise-feedback h2')?.textContent || '').includes('Correct')",
     )
     assert Exercise.objects.get(pk=exercise.pk).solved
     screenshot(page, "ablation-02-solved")
