@@ -172,7 +172,10 @@ def test_exercise_pages_on_a_phone(live_server, phone, learner):
 def test_playground_says_what_it_clamps_and_marks_stale_results(live_server, phone, learner):
     log_in(phone.context, live_server, learner)
     phone.goto(f"{live_server.url}/playground/?preset=abc")
-    phone.wait_for_selector("#weights-table")
+    # The preset asks a prediction first; skipping it shows the weights.
+    phone.wait_for_selector("#pg-predict", state="visible")
+    phone.get_by_role("button", name="Skip").click()
+    phone.wait_for_selector("#weights-table", state="visible")
     # On a phone the weights stay in view while the top of the form is edited.
     phone.get_by_label("Q row 1 column 1", exact=True).focus()
     box = phone.locator("#weights-table").bounding_box()
