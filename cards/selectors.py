@@ -53,12 +53,12 @@ def learner_today(*, learner, at: dt.datetime) -> dt.date:
 
 
 def scheduled_states(*, learner) -> QuerySet[ReviewState]:
-    """The learner's states for active cards of decks they are enrolled in."""
-    return ReviewState.objects.filter(
-        learner=learner,
-        card__is_active=True,
-        card__deck__enrollments__learner=learner,
-    )
+    """The learner's states for active cards of decks they are enrolled in.
+
+    ``scheduled`` says so, kept by the services that (de)activate cards and
+    (un)enrol learners: no join to cards or enrolments.
+    """
+    return ReviewState.objects.filter(learner=learner, scheduled=True)
 
 
 # --- The learner's controls on the queue: suspend, bury, pause ---------------------
@@ -109,16 +109,38 @@ def net_count(**filters) -> Count:
 
 
 def leech_card_ids(*, learner, card_ids=None) -> set[int]:
-    """Cards the learner has failed ``STUDY_LEECH_LAPSES`` times or more, net of undos."""
+    """Cards the learner has failed ``STUDY_LEECH_LAPSES`` times or more, net of undos.
+
+    ``card_ids`` may be a list or a queryset of ids (kept in SQL).
+    """
     fails = ReviewLog.objects.filter(learner=learner, result=ReviewLog.Result.FAIL)
     if card_ids is not None:
-        fails = fails.filter(card_id__in=list(card_ids))
+        if not isinstance(card_ids, QuerySet):
+            card_ids = list(card_ids)
+        fails = fails.filter(card_id__in=card_ids)
     rows = (
         fails.values("card_id")
         .annotate(lapses=net_count())
         .filter(lapses__gte=settings.STUDY_LEECH_LAPSES)
     )
     return {row["card_id"] for row in rows}
+
+
+def lapses_subquery(*, learner) -> Subquery:
+    """The learner's lapses (failed reviews net of undos) of the outer row's ``card_id``.
+
+    Served by the log's ``(card, learner)`` index: a few rows per card on a page.
+    """
+    fails = (
+        ReviewLog.objects.filter(
+            learner=learner, card_id=OuterRef("card_id"), result=ReviewLog.Result.FAIL
+        )
+        .order_by()
+        .values("card_id")
+        .annotate(n=net_count())
+        .values("n")
+    )
+    return Subquery(fails)
 
 
 def reports_of(*, learner) -> QuerySet[Report]:
@@ -181,7 +203,8 @@ def due_page(
     from its end, newest due first, and turned round: the last page costs what the
     first does, and no page skips more than half the queue.
 
-    ``bound_exercise_id`` is the exercise bound today to an exercise card's review
+    ``leech`` is True for a card failed ``STUDY_LEECH_LAPSES`` times or more, net of
+    undos. ``bound_exercise_id`` is the exercise bound today to an exercise card's review
     when it can still record that review; ``binding_id`` is today's binding, if any.
     One query, whatever the page size and the number of exercise cards on it.
     """
@@ -197,6 +220,7 @@ def due_page(
         .order_by(*(("-due_on", "-id") if from_end else ("due_on", "id")))
         .annotate(
             tag_names=_tag_names_sql(),
+            lapses=lapses_subquery(learner=learner),
             binding_id=Subquery(bindings.values("id")[:1]),
             bound_exercise_id=Subquery(
                 bindings.exclude(review__isnull=True, exercise__attempts_used__gt=0).values(
@@ -204,13 +228,14 @@ def due_page(
                 )[:1]
             ),
         )
-        .values(*DUE_PAGE_FIELDS, "tag_names", "binding_id", "bound_exercise_id")[
+        .values(*DUE_PAGE_FIELDS, "tag_names", "lapses", "binding_id", "bound_exercise_id")[
             offset : offset + limit
         ]
     )
     if from_end:
         rows.reverse()
     for row in rows:
+        row["leech"] = (row.pop("lapses") or 0) >= settings.STUDY_LEECH_LAPSES
         names = row["tag_names"]
         if isinstance(names, str):
             row["tag_names"] = names.split(_TAG_SEPARATOR)
@@ -369,6 +394,6 @@ def learner_stats(*, learner, today: dt.date) -> dict:
 
 
 def _leech_stats(*, learner) -> dict:
-    scheduled = set(scheduled_states(learner=learner).values_list("card_id", flat=True))
-    leeches = sorted(leech_card_ids(learner=learner) & scheduled)
+    scheduled = scheduled_states(learner=learner).values("card_id")
+    leeches = sorted(leech_card_ids(learner=learner, card_ids=scheduled))
     return {"leech": bool(leeches), "leech_count": len(leeches), "leech_cards": leeches}

@@ -34,6 +34,8 @@ from cards.models import Card, Deck, Enrollment, Tag
 from cards.rendering import formula_renders, formulas
 from exercises.kinds import KINDS, ParamError, UnknownKindError, get_kind
 
+from .scheduling import sync_scheduled
+
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
@@ -625,6 +627,8 @@ def deck_import(
                     is_active=False, updated_at=now
                 )
 
+        if activated or deactivated:
+            sync_scheduled(deck_ids=[deck.pk])
         scheduling = ""
         if activated and Enrollment.objects.filter(deck=deck).exists():
             scheduling = _schedule_new_cards(deck.pk)

@@ -344,6 +344,7 @@ def test_bad_pauses_are_400_and_change_nothing(api, deck, payload, field):
 def test_no_reminders_during_a_pause(api, learner, deck):
     learner.email = "alice@example.org"
     learner.save()
+    LearnerProfile.objects.filter(user=learner).update(confirmed_email=learner.email)
     with time_machine.travel(START, tick=False):
         enroll(api)
         api.post("/api/v1/me/pause/", {"start": "2026-03-02", "days": 3}, format="json")
