@@ -191,6 +191,13 @@ class ReviewLog(models.Model):
             models.Index(fields=["learner", "study_day"], name="reviewlog_day"),
             # Item analysis and leeches read the log per card.
             models.Index(fields=["card", "learner"], name="reviewlog_card"),
+            # Leeches: a learner's fails per card, net of undos, from the index alone.
+            models.Index(
+                fields=["learner", "card"],
+                name="reviewlog_fails",
+                condition=Q(result="fail"),
+                include=["undo_of"],
+            ),
         ]
 
     def __str__(self) -> str:

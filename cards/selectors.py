@@ -394,6 +394,15 @@ def learner_stats(*, learner, today: dt.date) -> dict:
 
 
 def _leech_stats(*, learner) -> dict:
-    scheduled = scheduled_states(learner=learner).values("card_id")
-    leeches = sorted(leech_card_ids(learner=learner, card_ids=scheduled))
+    # The learner's fails through their partial index, then the few leeches
+    # checked against the ladder: no pass over all scheduled states.
+    leeches = leech_card_ids(learner=learner)
+    if leeches:
+        leeches = sorted(
+            scheduled_states(learner=learner)
+            .filter(card_id__in=sorted(leeches))
+            .values_list("card_id", flat=True)
+        )
+    else:
+        leeches = []
     return {"leech": bool(leeches), "leech_count": len(leeches), "leech_cards": leeches}
