@@ -126,21 +126,19 @@ def leech_card_ids(*, learner, card_ids=None) -> set[int]:
     return {row["card_id"] for row in rows}
 
 
-def lapses_subquery(*, learner) -> Subquery:
-    """The learner's lapses (failed reviews net of undos) of the outer row's ``card_id``.
+def _lapses_sql() -> RawSQL:
+    """The learner's lapses of the row's card: failed reviews net of undos, as one column.
 
-    Served by the log's ``(card, learner)`` index: a few rows per card on a page.
+    Written out (rather than an ORM subquery) because the due page builds it on
+    every request; the log's ``(card, learner)`` index serves it.
     """
-    fails = (
-        ReviewLog.objects.filter(
-            learner=learner, card_id=OuterRef("card_id"), result=ReviewLog.Result.FAIL
-        )
-        .order_by()
-        .values("card_id")
-        .annotate(n=net_count())
-        .values("n")
+    return RawSQL(
+        "(SELECT COALESCE(SUM(CASE WHEN l.undo_of_id IS NULL THEN 1 ELSE -1 END), 0) "
+        "FROM cards_reviewlog l "
+        'WHERE l.card_id = "cards_reviewstate"."card_id" '
+        'AND l.learner_id = "cards_reviewstate"."learner_id" AND l.result = %s)',
+        (ReviewLog.Result.FAIL.value,),
     )
-    return Subquery(fails)
 
 
 def reports_of(*, learner) -> QuerySet[Report]:
@@ -220,7 +218,7 @@ def due_page(
         .order_by(*(("-due_on", "-id") if from_end else ("due_on", "id")))
         .annotate(
             tag_names=_tag_names_sql(),
-            lapses=lapses_subquery(learner=learner),
+            lapses=_lapses_sql(),
             binding_id=Subquery(bindings.values("id")[:1]),
             bound_exercise_id=Subquery(
                 bindings.exclude(review__isnull=True, exercise__attempts_used__gt=0).values(
@@ -235,7 +233,7 @@ def due_page(
     if from_end:
         rows.reverse()
     for row in rows:
-        row["leech"] = (row.pop("lapses") or 0) >= settings.STUDY_LEECH_LAPSES
+        row["leech"] = row.pop("lapses") >= settings.STUDY_LEECH_LAPSES
         names = row["tag_names"]
         if isinstance(names, str):
             row["tag_names"] = names.split(_TAG_SEPARATOR)
