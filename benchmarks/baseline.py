@@ -33,11 +33,8 @@ def baseline_due(request):
         timezone.now(), row["user__profile__timezone"] or "UTC", row["user__profile__day_starts_at"]
     )
     due = ReviewState.objects.filter(
-        learner_id=learner,
-        due_on__lte=today,
-        card__is_active=True,
-        card__deck__enrollments__learner_id=learner,
-    )
+        learner_id=learner, scheduled=True, suspended=False, due_on__lte=today
+    ).exclude(buried_on=today)
     count = due.count()
     page = list(
         due.order_by("due_on", "id").values(

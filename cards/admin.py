@@ -41,6 +41,11 @@ class DeckAdmin(admin.ModelAdmin):
     def card_total(self, deck):
         return deck.cards.count()
 
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        # Cards (de)activated inline join or leave learners' queues.
+        services.sync_scheduled(deck_ids=[form.instance.pk])
+
 
 @admin.register(Tag)
 class TagAdmin(admin.ModelAdmin):
@@ -100,6 +105,11 @@ class CardAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("tags")
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        # A card (de)activated or moved to another deck joins or leaves queues.
+        services.sync_scheduled(card_ids=[form.instance.pk])
 
     @admin.display(description="Prompt")
     def short_prompt(self, card):

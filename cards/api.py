@@ -400,9 +400,6 @@ class DueView(APIView):
             learner=request.user, today=today, offset=offset, limit=limit, count=paginator.count
         )
         exercises = _bound_exercises(request, rows, today)
-        leeches = selectors.leech_card_ids(
-            learner=request.user, card_ids=[row["card_id"] for row in rows]
-        )
         ladder_days = settings.STUDY_LADDER_DAYS
         results = []
         for row in rows:
@@ -411,7 +408,7 @@ class DueView(APIView):
                 "step": row["step"],
                 "interval_days": ladder_days[row["step"]],
                 "due_on": row["due_on"],
-                "leech": row["card_id"] in leeches,
+                "leech": row["leech"],
             }
             if row["card__kind"] == Card.Kind.EXERCISE:
                 item["exercise"] = exercises.get(row["card_id"])

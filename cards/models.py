@@ -118,6 +118,10 @@ class ReviewState(models.Model):
     # Database defaults too: the beat jobs insert states with raw SQL.
     suspended = models.BooleanField(default=False, db_default=False)
     buried_on = models.DateField(null=True, blank=True)
+    # On the learner's ladder: the card is active and its deck enrolled. Kept by the
+    # services that change either (enrolment, card activation, deck import, admin);
+    # states are only ever created for scheduled cards, hence the default.
+    scheduled = models.BooleanField(default=True, db_default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -127,7 +131,23 @@ class ReviewState(models.Model):
             models.CheckConstraint(condition=Q(step__lte=4), name="reviewstate_step_range"),
         ]
         # Serves the due queue: WHERE learner = ? AND due_on <= ? ORDER BY due_on, id.
-        indexes = [models.Index(fields=["learner", "due_on", "id"], name="reviewstate_due")]
+        indexes = [
+            models.Index(fields=["learner", "due_on", "id"], name="reviewstate_due"),
+            # The queue: filter, count and order of scheduled, unsuspended states
+            # without touching cards or enrolments (buried_on read from the index).
+            models.Index(
+                fields=["learner", "due_on", "id"],
+                name="reviewstate_queue",
+                condition=Q(scheduled=True, suspended=False),
+                include=["buried_on"],
+            ),
+            # by_step of stats/: an index-only count per rung.
+            models.Index(
+                fields=["learner", "step"],
+                name="reviewstate_steps",
+                condition=Q(scheduled=True),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.learner} / card {self.card_id}: step {self.step}, due {self.due_on}"
@@ -179,6 +199,13 @@ class ReviewLog(models.Model):
             models.Index(fields=["learner", "study_day"], name="reviewlog_day"),
             # Item analysis and leeches read the log per card.
             models.Index(fields=["card", "learner"], name="reviewlog_card"),
+            # Leeches: a learner's fails per card, net of undos, from the index alone.
+            models.Index(
+                fields=["learner", "card"],
+                name="reviewlog_fails",
+                condition=Q(result="fail"),
+                include=["undo_of"],
+            ),
         ]
 
     def __str__(self) -> str:

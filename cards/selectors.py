@@ -55,12 +55,12 @@ def learner_today(*, learner, at: dt.datetime) -> dt.date:
 
 
 def scheduled_states(*, learner) -> QuerySet[ReviewState]:
-    """The learner's states for active cards of decks they are enrolled in."""
-    return ReviewState.objects.filter(
-        learner=learner,
-        card__is_active=True,
-        card__deck__enrollments__learner=learner,
-    )
+    """The learner's states for active cards of decks they are enrolled in.
+
+    ``scheduled`` says so, kept by the services that (de)activate cards and
+    (un)enrol learners: no join to cards or enrolments.
+    """
+    return ReviewState.objects.filter(learner=learner, scheduled=True)
 
 
 # --- The learner's controls on the queue: suspend, bury, pause ---------------------
@@ -111,16 +111,36 @@ def net_count(**filters) -> Count:
 
 
 def leech_card_ids(*, learner, card_ids=None) -> set[int]:
-    """Cards the learner has failed ``STUDY_LEECH_LAPSES`` times or more, net of undos."""
+    """Cards the learner has failed ``STUDY_LEECH_LAPSES`` times or more, net of undos.
+
+    ``card_ids`` may be a list or a queryset of ids (kept in SQL).
+    """
     fails = ReviewLog.objects.filter(learner=learner, result=ReviewLog.Result.FAIL)
     if card_ids is not None:
-        fails = fails.filter(card_id__in=list(card_ids))
+        if not isinstance(card_ids, QuerySet):
+            card_ids = list(card_ids)
+        fails = fails.filter(card_id__in=card_ids)
     rows = (
         fails.values("card_id")
         .annotate(lapses=net_count())
         .filter(lapses__gte=settings.STUDY_LEECH_LAPSES)
     )
     return {row["card_id"] for row in rows}
+
+
+def _lapses_sql() -> RawSQL:
+    """The learner's lapses of the row's card: failed reviews net of undos, as one column.
+
+    Written out (rather than an ORM subquery) because the due page builds it on
+    every request; the log's ``(card, learner)`` index serves it.
+    """
+    return RawSQL(
+        "(SELECT COALESCE(SUM(CASE WHEN l.undo_of_id IS NULL THEN 1 ELSE -1 END), 0) "
+        "FROM cards_reviewlog l "
+        'WHERE l.card_id = "cards_reviewstate"."card_id" '
+        'AND l.learner_id = "cards_reviewstate"."learner_id" AND l.result = %s)',
+        (ReviewLog.Result.FAIL.value,),
+    )
 
 
 def reports_of(*, learner) -> QuerySet[Report]:
@@ -184,7 +204,8 @@ def due_page(
     from its end, newest due first, and turned round: the last page costs what the
     first does, and no page skips more than half the queue.
 
-    ``bound_exercise_id`` is the exercise bound today to an exercise card's review
+    ``leech`` is True for a card failed ``STUDY_LEECH_LAPSES`` times or more, net of
+    undos. ``bound_exercise_id`` is the exercise bound today to an exercise card's review
     when it can still record that review; ``binding_id`` is today's binding, if any.
     One query, whatever the page size and the number of exercise cards on it.
     """
@@ -200,6 +221,7 @@ def due_page(
         .order_by(*(("-due_on", "-id") if from_end else ("due_on", "id")))
         .annotate(
             tag_names=_tag_names_sql(),
+            lapses=_lapses_sql(),
             binding_id=Subquery(bindings.values("id")[:1]),
             bound_exercise_id=Subquery(
                 bindings.exclude(review__isnull=True, exercise__attempts_used__gt=0).values(
@@ -207,13 +229,14 @@ def due_page(
                 )[:1]
             ),
         )
-        .values(*DUE_PAGE_FIELDS, "tag_names", "binding_id", "bound_exercise_id")[
+        .values(*DUE_PAGE_FIELDS, "tag_names", "lapses", "binding_id", "bound_exercise_id")[
             offset : offset + limit
         ]
     )
     if from_end:
         rows.reverse()
     for row in rows:
+        row["leech"] = row.pop("lapses") >= settings.STUDY_LEECH_LAPSES
         names = row["tag_names"]
         if isinstance(names, str):
             row["tag_names"] = names.split(_TAG_SEPARATOR)
@@ -374,8 +397,17 @@ def learner_stats(*, learner, today: dt.date) -> dict:
 
 
 def _leech_stats(*, learner) -> dict:
-    scheduled = set(scheduled_states(learner=learner).values_list("card_id", flat=True))
-    leeches = sorted(leech_card_ids(learner=learner) & scheduled)
+    # The learner's fails through their partial index, then the few leeches
+    # checked against the ladder: no pass over all scheduled states.
+    leeches = leech_card_ids(learner=learner)
+    if leeches:
+        leeches = sorted(
+            scheduled_states(learner=learner)
+            .filter(card_id__in=sorted(leeches))
+            .values_list("card_id", flat=True)
+        )
+    else:
+        leeches = []
     return {"leech": bool(leeches), "leech_count": len(leeches), "leech_cards": leeches}
 
 

@@ -125,6 +125,11 @@ def deck_import(
                 progress(len(chunk))
         deactivated = plan.deactivate_missing() if deactivate_missing else 0
 
+        if plan.activated or plan.made_inactive or deactivated:
+            # Learners' queues read a flag kept per review state: bring it in line.
+            from cards.services.scheduling import sync_scheduled
+
+            sync_scheduled(deck_ids=[deck.pk])
         scheduling = ""
         if plan.activated and Enrollment.objects.filter(deck=deck).exists():
             scheduling = _schedule_new_cards(deck.pk)
@@ -181,6 +186,8 @@ class _Plan:
     updated: int = 0
     unchanged: int = 0
     activated: int = 0
+    # Existing active cards the file marks inactive (they leave learners' queues).
+    made_inactive: int = 0
 
     @classmethod
     def of(cls, deck: Deck, now: dt.datetime) -> _Plan:
@@ -235,6 +242,7 @@ class _Plan:
                 continue
             self.matched_ids.add(card.pk)
             self.activated += spec.active and not card.is_active
+            self.made_inactive += card.is_active and not spec.active
             fields_differ = any(getattr(card, name) != value for name, value in values.items())
             tags_differ = self.current_tags.get(card.pk, set()) != set(spec.tags)
             if fields_differ:

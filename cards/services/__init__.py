@@ -24,6 +24,7 @@ from .reviews import (
     request_fingerprint,
     review_record,
 )
+from .scheduling import sync_scheduled
 from .undo import UndoRefused, latest_undoable, review_undo
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "report_create",
     "report_set_resolved",
     "review_undo",
+    "sync_scheduled",
     "DeckFileError",
     "DueExercise",
     "due_exercises_bind",

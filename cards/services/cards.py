@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from ..models import Card, Tag
+from .scheduling import sync_scheduled
 
 
 def _set_tags(card: Card, names: list[str]) -> None:
@@ -36,13 +37,15 @@ def card_create(*, tags: list[str] | None = None, **fields) -> Card:
 @transaction.atomic
 def card_update(*, card: Card, tags: list[str] | None = None, **fields) -> Card:
     """Edit a card. Progress is never reset: review states are not touched."""
-    was_active = card.is_active
+    was_active, was_deck = card.is_active, card.deck_id
     for name, value in fields.items():
         setattr(card, name, value)
     card.full_clean(exclude=["tags"])
     card.save()
     if tags is not None:
         _set_tags(card, tags)
+    if (card.is_active, card.deck_id) != (was_active, was_deck):
+        sync_scheduled(card_ids=[card.pk])
     if card.is_active and not was_active:
         _schedule_soon(card.deck_id)
     return card
@@ -54,6 +57,7 @@ def cards_set_active(*, card_ids: list[int], active: bool) -> int:
     changed = Card.objects.filter(pk__in=card_ids).exclude(is_active=active)
     deck_ids = set(changed.values_list("deck_id", flat=True)) if active else set()
     count = changed.update(is_active=active)
+    sync_scheduled(card_ids=card_ids)
     for deck_id in deck_ids:
         _schedule_soon(deck_id)
     return count

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from .. import ladder, selectors
 from ..models import Card, Deck, Enrollment, ReviewState
+from .scheduling import sync_scheduled
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ def enroll(*, learner, deck: Deck, at: dt.datetime) -> EnrollResult:
     keeps all progress; ``scheduled`` counts only the cards newly placed.
     """
     Enrollment.objects.get_or_create(learner=learner, deck=deck)
+    # States kept from an earlier enrolment come back onto the ladder.
+    sync_scheduled(learner_id=learner.pk, deck_ids=[deck.pk])
     today = selectors.learner_today(learner=learner, at=at)
     first = ladder.first_schedule(today, settings.STUDY_LADDER_DAYS)
     missing = (
@@ -57,4 +60,5 @@ def enroll(*, learner, deck: Deck, at: dt.datetime) -> EnrollResult:
 def unenroll(*, learner, deck: Deck) -> bool:
     """Take the deck's cards out of the learner's queue; states and history stay."""
     deleted, _ = Enrollment.objects.filter(learner=learner, deck=deck).delete()
+    sync_scheduled(learner_id=learner.pk, deck_ids=[deck.pk])
     return bool(deleted)

@@ -124,13 +124,20 @@ def due_groups(*, at: dt.datetime) -> list[tuple[str, int, int, dt.date]]:
 def _due_count_sql(learner: str, day: str) -> str:
     """SQL counting what :func:`cards.selectors.due_count` counts; one parameter (True).
 
-    Active cards of enrolled decks due on or before ``day``: the number the e-mail gives.
+    The queue of :func:`cards.selectors.queue_states` on ``day``: scheduled states
+    (active card, enrolled deck) due on or before it, not suspended, not buried that
+    day, and none while the learner's pause covers it. The number the e-mail gives;
+    the queue's partial index serves it.
     """
     return f"""(
         SELECT COUNT(*) FROM cards_reviewstate s
-        JOIN cards_card c ON c.id = s.card_id AND c.is_active = %s
-        JOIN cards_enrollment e ON e.learner_id = s.learner_id AND e.deck_id = c.deck_id
-        WHERE s.learner_id = {learner} AND s.due_on <= {day}
+        WHERE s.learner_id = {learner} AND s.scheduled = %s AND NOT s.suspended
+          AND s.due_on <= {day}
+          AND (s.buried_on IS NULL OR s.buried_on <> {day})
+          AND NOT EXISTS (
+              SELECT 1 FROM cards_learnerprofile pp
+              WHERE pp.user_id = {learner} AND {_paused_sql("pp", day)}
+          )
     )"""
 
 

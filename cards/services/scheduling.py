@@ -21,11 +21,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Max
+from django.db.models import Count, Exists, Max, OuterRef
 from django.utils import timezone
 
 from .. import ladder
-from ..models import Card, Enrollment, LearnerProfile
+from ..models import Card, Enrollment, LearnerProfile, ReviewState
 
 logger = logging.getLogger(__name__)
 
@@ -166,3 +166,31 @@ def schedule_new_cards(
     if placed:
         logger.info("Placed %d new review states (deck %s)", placed, deck_id or "all")
     return placed
+
+
+def sync_scheduled(*, learner_id: int | None = None, deck_ids=None, card_ids=None) -> int:
+    """Set ``ReviewState.scheduled`` (active card, enrolled deck) for the states given.
+
+    Called by every service that activates or deactivates cards, moves them between
+    decks, or enrols and unenrols learners, with the narrowest scope it knows. Two
+    conditional ``UPDATE``s write only the rows whose flag is wrong; each computes
+    the flag from the current cards and enrolments, so a concurrent change is never
+    overwritten with a stale value. Returns the rows changed.
+    """
+    states = ReviewState.objects.all()
+    if learner_id is not None:
+        states = states.filter(learner_id=learner_id)
+    if deck_ids is not None:
+        states = states.filter(card__deck_id__in=list(deck_ids))
+    if card_ids is not None:
+        states = states.filter(card_id__in=list(card_ids))
+    on_ladder = Exists(
+        Enrollment.objects.filter(
+            learner_id=OuterRef("learner_id"),
+            deck__cards=OuterRef("card_id"),
+            deck__cards__is_active=True,
+        )
+    )
+    changed = states.filter(scheduled=True).exclude(on_ladder).update(scheduled=False)
+    changed += states.filter(scheduled=False).filter(on_ladder).update(scheduled=True)
+    return changed

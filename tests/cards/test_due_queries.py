@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from cards import selectors, services
-from cards.models import Card, Deck, ExerciseBinding, ReviewState, Tag
+from cards.models import Card, Deck, ExerciseBinding, ReviewLog, ReviewState, Tag
 from cards.serializers import CardSerializer
 from exercises.models import Exercise
 
@@ -237,3 +237,62 @@ def test_pages_read_from_the_end_match_pages_read_from_the_start(learner, size):
         assert len(rows) == min(size, 11 - offset)
         pages.extend(row["card_id"] for row in rows)
     assert pages == expected
+
+
+def fail_logs(learner, card, n: int) -> list[ReviewLog]:
+    day = dt.date(2026, 3, 1)
+    return ReviewLog.objects.bulk_create(
+        ReviewLog(
+            learner=learner,
+            card=card,
+            reviewed_at=START,
+            study_day=day,
+            result="fail",
+            step_before=0,
+            step_after=0,
+            interval_days=1,
+            due_before=day,
+            due_after=day,
+        )
+        for _ in range(n)
+    )
+
+
+@counted
+def test_leech_flags_ride_in_the_page_query(api, learner, settings):
+    settings.STUDY_LEECH_LAPSES = 2
+    deck = make_deck("d", recall=30)
+    enrol(learner, deck)
+    with time_machine.travel(LATER, tick=False):
+        due(api, "?page_size=100")
+        without = count_queries(lambda: due(api, "?page_size=100"))
+    cards = list(deck.cards.order_by("position"))
+    fail_logs(learner, cards[0], 2)
+    fail_logs(learner, cards[1], 1)
+    undone = fail_logs(learner, cards[2], 3)[0]
+    ReviewLog.objects.bulk_create(  # undoing one of three fails leaves two: still a leech
+        [
+            ReviewLog(
+                **{
+                    f.attname: getattr(undone, f.attname)
+                    for f in ReviewLog._meta.concrete_fields
+                    if f.attname != "id"
+                },
+            )
+        ]
+    )
+    ReviewLog.objects.filter(pk=ReviewLog.objects.latest("id").pk).update(undo_of=undone)
+    fail_logs(learner, cards[3], 2)
+    fail_logs(learner.__class__.objects.create(username="other"), cards[4], 5)
+    with time_machine.travel(LATER, tick=False), CaptureQueriesContext(connection) as ctx:
+        body = due(api, "?page_size=100")
+    leech = {item["card"]["id"] for item in body["results"] if item["leech"]}
+    assert leech == {cards[0].id, cards[2].id, cards[3].id}
+    assert len(ctx.captured_queries) == without <= MAX_QUERIES
+    # Past the half of the queue the page is read from the end: same flags there.
+    with time_machine.travel(LATER, tick=False):
+        tail = due(api, "?page_size=10&page=3")
+    assert not any(item["leech"] for item in tail["results"])
+    with time_machine.travel(LATER, tick=False):
+        head = due(api, "?page_size=2&page=1")
+    assert [item["leech"] for item in head["results"]] == [True, False]

@@ -14,8 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from prometheus_client import REGISTRY
 
 import cards.admin_beat  # noqa: F401  (registers the Reminder admin)
-from cards import tasks
-from cards.models import Card, Enrollment, LearnerProfile, Reminder, ReviewState
+from cards import selectors, services, tasks
+from cards.models import Enrollment, LearnerProfile, Reminder, ReviewState
 from cards.services.reminders import reminder_day, send_due_reminders
 
 MON = dt.date(2026, 3, 2)
@@ -157,9 +157,9 @@ def test_who_gets_no_reminder(make_learner, deck, why):
     )
     due_card = deck.cards.order_by("id").first()
     if why == "due card inactive":
-        Card.objects.filter(pk=due_card.pk).update(is_active=False)
+        services.cards_set_active(card_ids=[due_card.pk], active=False)
     if why == "deck left":
-        Enrollment.objects.filter(learner=learner).delete()
+        services.unenroll(learner=learner, deck=deck)
     if why == "inactive":
         type(learner).objects.filter(pk=learner.pk).update(is_active=False)
 
@@ -170,14 +170,40 @@ def test_who_gets_no_reminder(make_learner, deck, why):
 
 def test_due_count_counts_only_active_cards_of_enrolled_decks(make_learner, deck, other_deck):
     learner = make_learner(due=3)
-    Card.objects.filter(pk=deck.cards.order_by("id").first().pk).update(is_active=False)
-    ReviewState.objects.create(
-        learner=learner, card=other_deck.cards.get(), step=0, due_on=LONG_AGO
-    )  # a deck the learner is not enrolled in
+    services.cards_set_active(card_ids=[deck.cards.order_by("id").first().pk], active=False)
+    services.enroll(learner=learner, deck=other_deck, at=utc(2026, 2, 1, 12, 0))
+    services.unenroll(learner=learner, deck=other_deck)
+    ReviewState.objects.filter(card__deck=other_deck).update(due_on=LONG_AGO)
+    # a deck the learner left
 
     send_due_reminders(at=utc(2026, 3, 2, 9, 0))
 
     assert Reminder.objects.get(learner=learner).due_count == 2
+
+
+def test_due_count_leaves_out_suspended_and_buried_cards(make_learner, deck):
+    """The e-mail counts what the due queue shows that day: no suspended or buried cards."""
+    learner = make_learner(due=4)
+    first, second, third, *_ = deck.cards.order_by("id")
+    ReviewState.objects.filter(learner=learner, card=first).update(suspended=True)
+    ReviewState.objects.filter(learner=learner, card=second).update(buried_on=MON)
+    # Buried on an earlier day: back in the queue.
+    ReviewState.objects.filter(learner=learner, card=third).update(buried_on=MON - dt.timedelta(1))
+
+    send_due_reminders(at=utc(2026, 3, 2, 9, 0))
+
+    assert Reminder.objects.get(learner=learner).due_count == 2
+    assert selectors.due_count(learner=learner, today=MON) == 2
+
+
+def test_only_suspended_or_buried_cards_due_sends_nothing(make_learner, deck):
+    learner = make_learner(due=2)
+    first, second, *_ = deck.cards.order_by("id")
+    ReviewState.objects.filter(learner=learner, card=first).update(suspended=True)
+    ReviewState.objects.filter(learner=learner, card=second).update(buried_on=MON)
+
+    assert send_due_reminders(at=utc(2026, 3, 2, 9, 0)) == 0
+    assert not Reminder.objects.exists()
 
 
 def test_cards_falling_due_today_count_and_tomorrows_do_not(make_learner, deck):

@@ -15,7 +15,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from cards import selectors
+from cards import selectors, services
 from cards.models import (
     Card,
     Deck,
@@ -269,7 +269,7 @@ def test_grading_a_card_deactivated_since_it_was_shown_records_nothing(client_fo
     _enrol_due(client, learner, deck)
     recall = deck.cards.get(key="why-scale")
     assert client.get("/review/").context["card"] == recall
-    Card.objects.filter(pk=recall.pk).update(is_active=False)
+    services.cards_set_active(card_ids=[recall.pk], active=False)
     response = client.post("/review/", {"card": recall.pk, "result": "pass"}, follow=True)
     assert "not in your review queue" in response.content.decode()
     assert not ReviewLog.objects.exists()
@@ -334,7 +334,10 @@ def test_answering_a_review_exercise_after_leaving_the_deck_is_practice(client_f
 def test_answering_a_review_exercise_of_a_deactivated_card_is_practice(client_for, learner, deck):
     client = client_for(learner)
     exercise = _review_bound_exercise(client, learner, deck)
-    Card.objects.filter(key="weights-by-hand").update(is_active=False)
+    services.cards_set_active(
+        card_ids=list(Card.objects.filter(key="weights-by-hand").values_list("pk", flat=True)),
+        active=False,
+    )
     assert client.post(f"/exercises/{exercise.pk}/submit/", _cells(exercise)).status_code == 302
     assert not ReviewLog.objects.exists()
 
