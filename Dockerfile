@@ -16,16 +16,14 @@ RUN groupadd --system --gid 10001 study \
     && useradd --system --uid 10001 --gid study --home-dir /app --no-create-home \
        --shell /usr/sbin/nologin study
 
-# Dependencies first, read from pyproject.toml alone, so a code change reuses this layer.
-COPY pyproject.toml ./
-RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['prod']))" \
-       > /tmp/requirements.txt \
-    && pip install -r /tmp/requirements.txt \
-    && rm /tmp/requirements.txt
+# Dependencies first, pinned by the lock file alone, so a code change reuses this layer.
+COPY requirements/prod.lock /tmp/prod.lock
+RUN pip install -r /tmp/prod.lock \
+    && rm /tmp/prod.lock
 
 COPY . .
 # Editable, so templates, deck files and static sources stay where settings look for them.
-RUN pip install -e ".[prod]" \
+RUN pip install --no-deps -e . \
     && DJANGO_SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput \
     && mkdir -p /app/var \
     && chown study:study /app/var

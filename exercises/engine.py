@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "AttentionError",
@@ -47,6 +48,9 @@ __all__ = [
     "transformer_block",
 ]
 
+# Anything np.asarray accepts: nested lists, scalars, arrays of any dtype.
+ArrayLike = npt.ArrayLike
+
 
 class AttentionError(ValueError):
     """A query row has every key blocked, so its softmax is undefined.
@@ -55,7 +59,7 @@ class AttentionError(ValueError):
     tuples ``(*batch, row)`` when the mask has leading axes.
     """
 
-    def __init__(self, rows: list):
+    def __init__(self, rows: list[int] | list[tuple[int, ...]]):
         self.rows = rows
         shown = ", ".join(str(r) for r in rows[:10]) + (" ..." if len(rows) > 10 else "")
         noun = "row" if len(rows) == 1 else "rows"
@@ -68,7 +72,7 @@ class AttentionError(ValueError):
 # --- input checking -----------------------------------------------------------------
 
 
-def _as_float_array(name: str, x) -> np.ndarray:
+def _as_float_array(name: str, x: ArrayLike) -> np.ndarray:
     # The slow path of _operand: lists, integers, and everything that is not a number.
     try:
         arr = np.asarray(x)
@@ -87,7 +91,7 @@ def _as_float_array(name: str, x) -> np.ndarray:
     raise ValueError(f"{name} must hold real numbers; got dtype {arr.dtype}")
 
 
-def _operand(name: str, x) -> np.ndarray:
+def _operand(name: str, x: ArrayLike) -> np.ndarray:
     # (..., rows, cols) -> the same as a float64 ndarray; the common case costs two attribute reads.
     if type(x) is not np.ndarray or x.dtype != np.float64:
         x = _as_float_array(name, x)
@@ -98,7 +102,7 @@ def _operand(name: str, x) -> np.ndarray:
     return x
 
 
-def _weight(name: str, w, rows: int, what: str) -> np.ndarray:
+def _weight(name: str, w: ArrayLike, rows: int, what: str) -> np.ndarray:
     # (rows, cols) weight matrix whose row count must match the width of its input.
     w = _operand(name, w)
     if w.ndim != 2:
@@ -120,7 +124,7 @@ def _batch_shape(names: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
         ) from None
 
 
-def _blocking_mask(mask, score_shape: tuple[int, ...]) -> np.ndarray:
+def _blocking_mask(mask: ArrayLike, score_shape: tuple[int, ...]) -> np.ndarray:
     # mask broadcastable to (..., n_q, n_k) -> bool ndarray, unchanged shape.
     if type(mask) is not np.ndarray:
         try:
@@ -144,7 +148,7 @@ def _blocking_mask(mask, score_shape: tuple[int, ...]) -> np.ndarray:
     return mask
 
 
-def _scale_factor(scale, d_k: int) -> float | None:
+def _scale_factor(scale: object, d_k: int) -> float | None:
     # None means "leave the scores alone".
     if scale is True:
         return 1.0 / math.sqrt(d_k)
@@ -162,7 +166,7 @@ def _scale_factor(scale, d_k: int) -> float | None:
     )
 
 
-def _closed_rows(mask: np.ndarray, n_q: int, n_k: int) -> list:
+def _closed_rows(mask: np.ndarray, n_q: int, n_k: int) -> list[int] | list[tuple[int, ...]]:
     # mask broadcastable to (..., n_q, n_k) -> the query rows whose keys are all blocked,
     # as row numbers, or (*batch, row) tuples when the mask itself has batch axes.
     lead = mask.shape[:-2] if mask.ndim > 2 else ()
@@ -197,7 +201,7 @@ def _read_only(*arrays: np.ndarray) -> None:
 # --- softmax and masks --------------------------------------------------------------
 
 
-def softmax(z, axis: int = -1) -> np.ndarray:
+def softmax(z: ArrayLike, axis: int = -1) -> np.ndarray:
     # (..., n) -> (..., n), non-negative, sums to 1 along axis
     z = np.asarray(z, dtype=np.float64)
     top = z.max(axis=axis, keepdims=True)
@@ -206,7 +210,7 @@ def softmax(z, axis: int = -1) -> np.ndarray:
             "softmax needs finite entries and at least one entry above minus infinity per row"
         )
     # Subtracting the row maximum keeps exp() from overflowing; the result is unchanged.
-    e = np.exp(z - top)
+    e: np.ndarray = np.exp(z - top)
     e /= e.sum(axis=axis, keepdims=True)
     return e
 
@@ -220,7 +224,7 @@ def causal_mask(n_q: int, n_k: int | None = None, offset: int = 0) -> np.ndarray
     return np.triu(np.ones((n_q, n_k), dtype=bool), k=1 + offset)
 
 
-def padding_mask(valid, n_q: int | None = None) -> np.ndarray:
+def padding_mask(valid: ArrayLike, n_q: int | None = None) -> np.ndarray:
     # valid bool (..., n_k), True = a real token -> bool (..., n_q, n_k), True = padded key
     # Only keys are blocked: a padded query row still reads the real tokens, so no row is empty.
     valid = np.asarray(valid)
@@ -251,9 +255,42 @@ class AttentionTrace:
     output: np.ndarray  # (..., n_q, d_v)  weights V
 
 
+@overload
 def scaled_dot_product_attention(
-    Q, K, V, mask=None, scale: bool | float = True, return_intermediates: bool = False
-):
+    Q: ArrayLike,
+    K: ArrayLike,
+    V: ArrayLike,
+    mask: ArrayLike | None = ...,
+    scale: bool | float = ...,
+    return_intermediates: Literal[False] = ...,
+) -> np.ndarray: ...
+@overload
+def scaled_dot_product_attention(
+    Q: ArrayLike,
+    K: ArrayLike,
+    V: ArrayLike,
+    mask: ArrayLike | None = ...,
+    scale: bool | float = ...,
+    *,
+    return_intermediates: Literal[True],
+) -> AttentionTrace: ...
+@overload
+def scaled_dot_product_attention(
+    Q: ArrayLike,
+    K: ArrayLike,
+    V: ArrayLike,
+    mask: ArrayLike | None = ...,
+    scale: bool | float = ...,
+    return_intermediates: bool = ...,
+) -> np.ndarray | AttentionTrace: ...
+def scaled_dot_product_attention(
+    Q: ArrayLike,
+    K: ArrayLike,
+    V: ArrayLike,
+    mask: ArrayLike | None = None,
+    scale: bool | float = True,
+    return_intermediates: bool = False,
+) -> np.ndarray | AttentionTrace:
     # (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v) -> (..., n_q, d_v)
     # mask: bool broadcastable to (..., n_q, n_k), True = blocked.
     # scale: True divides the scores by sqrt(d_k), False leaves them, a number multiplies them.
@@ -306,7 +343,7 @@ def scaled_dot_product_attention(
         np.copyto(s, 0.0, where=mask)
         np.exp(s, out=s)
         np.copyto(s, 0.0, where=mask)
-    out = np.matmul(s, V)
+    out: np.ndarray = np.matmul(s, V)
     out /= s.sum(axis=-1, keepdims=True)
     if not _all_finite(out):
         # Unnormalised weights sum to as much as n_k, so values near the float limit can
@@ -324,7 +361,14 @@ def _all_finite(a: np.ndarray) -> bool:
     return math.isfinite(sum(a.ravel().tolist()) if a.size <= 64 else a.sum())
 
 
-def _attention_trace(Q, K, V, mask, scale, factor) -> AttentionTrace:
+def _attention_trace(
+    Q: np.ndarray,
+    K: np.ndarray,
+    V: np.ndarray,
+    mask: np.ndarray | None,
+    scale: bool | float,
+    factor: float | None,
+) -> AttentionTrace:
     raw = np.matmul(Q, K.mT)
     if scale is True:
         scores = raw / math.sqrt(Q.shape[-1])  # the contract's definition, literally
@@ -345,7 +389,9 @@ def _attention_trace(Q, K, V, mask, scale, factor) -> AttentionTrace:
     return AttentionTrace(raw, scores, masked, weights, output)
 
 
-def project(X, W_Q, W_K, W_V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def project(
+    X: ArrayLike, W_Q: ArrayLike, W_K: ArrayLike, W_V: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # (..., n, d_model), (d_model, d_k), (d_model, d_k), (d_model, d_v)
     #   -> (..., n, d_k), (..., n, d_k), (..., n, d_v)
     X = _operand("X", X)
@@ -390,7 +436,7 @@ class MultiHeadTrace:
     output: np.ndarray  # (..., n, d_out)  concat W_O
 
 
-def _count(name: str, value, low: int = 1) -> int:
+def _count(name: str, value: object, low: int = 1) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be an integer; got {value!r}")
     if value < low:
@@ -398,7 +444,7 @@ def _count(name: str, value, low: int = 1) -> int:
     return int(value)
 
 
-def _heads_mask(mask, batch: tuple[int, ...], n: int) -> np.ndarray:
+def _heads_mask(mask: ArrayLike, batch: tuple[int, ...], n: int) -> np.ndarray:
     # mask broadcastable to (..., n, n) -> (..., 1, 1, n, n): the same mask for every head
     mask = _blocking_mask(mask, batch + (n, n))
     rows = _closed_rows(mask, n, n)
@@ -409,18 +455,58 @@ def _heads_mask(mask, batch: tuple[int, ...], n: int) -> np.ndarray:
     return mask
 
 
+@overload
 def grouped_query_attention(
-    X,
-    W_Q,
-    W_K,
-    W_V,
-    W_O,
+    X: ArrayLike,
+    W_Q: ArrayLike,
+    W_K: ArrayLike,
+    W_V: ArrayLike,
+    W_O: ArrayLike,
     n_heads: int,
     n_kv_heads: int,
-    mask=None,
+    mask: ArrayLike | None = ...,
+    scale: bool | float = ...,
+    return_intermediates: Literal[False] = ...,
+) -> np.ndarray: ...
+@overload
+def grouped_query_attention(
+    X: ArrayLike,
+    W_Q: ArrayLike,
+    W_K: ArrayLike,
+    W_V: ArrayLike,
+    W_O: ArrayLike,
+    n_heads: int,
+    n_kv_heads: int,
+    mask: ArrayLike | None = ...,
+    scale: bool | float = ...,
+    *,
+    return_intermediates: Literal[True],
+) -> MultiHeadTrace: ...
+@overload
+def grouped_query_attention(
+    X: ArrayLike,
+    W_Q: ArrayLike,
+    W_K: ArrayLike,
+    W_V: ArrayLike,
+    W_O: ArrayLike,
+    n_heads: int,
+    n_kv_heads: int,
+    mask: ArrayLike | None = ...,
+    scale: bool | float = ...,
+    return_intermediates: bool = ...,
+) -> np.ndarray | MultiHeadTrace: ...
+def grouped_query_attention(
+    X: ArrayLike,
+    W_Q: ArrayLike,
+    W_K: ArrayLike,
+    W_V: ArrayLike,
+    W_O: ArrayLike,
+    n_heads: int,
+    n_kv_heads: int,
+    mask: ArrayLike | None = None,
     scale: bool | float = True,
     return_intermediates: bool = False,
-):
+) -> np.ndarray | MultiHeadTrace:
     # (..., n, d_model), (d_model, h*d_k), (d_model, g*d_k), (d_model, g*d_v), (h*d_v, d_out)
     #   -> (..., n, d_out)
     # g = n_kv_heads key/value heads; query heads j*h/g .. (j+1)*h/g - 1 share key/value head j.
@@ -460,12 +546,14 @@ def grouped_query_attention(
     Qg = Q.reshape(*batch, g, r, n, d_k)
     Kg = K[..., :, None, :, :]
     Vg = V[..., :, None, :, :]
-    attended = scaled_dot_product_attention(
-        Qg, Kg, Vg, mask=mask, scale=scale, return_intermediates=return_intermediates
-    )
     if not return_intermediates:
-        concat = merge_heads(attended.reshape(*batch, h, n, d_v))
-        return concat @ W_O
+        attended_out = scaled_dot_product_attention(Qg, Kg, Vg, mask=mask, scale=scale)
+        concat = merge_heads(attended_out.reshape(*batch, h, n, d_v))
+        out: np.ndarray = concat @ W_O
+        return out
+    attended = scaled_dot_product_attention(
+        Qg, Kg, Vg, mask=mask, scale=scale, return_intermediates=True
+    )
     heads = attended.output.reshape(*batch, h, n, d_v)
     concat = merge_heads(heads)
     output = concat @ W_O
@@ -475,17 +563,54 @@ def grouped_query_attention(
     return MultiHeadTrace(Q, K, V, scores, weights, heads, concat, output)
 
 
+@overload
 def multi_head_attention(
-    X,
-    W_Q,
-    W_K,
-    W_V,
-    W_O,
+    X: ArrayLike,
+    W_Q: ArrayLike,
+    W_K: ArrayLike,
+    W_V: ArrayLike,
+    W_O: ArrayLike,
     n_heads: int,
-    mask=None,
+    mask: ArrayLike | None = ...,
+    scale: bool | float = ...,
+    return_intermediates: Literal[False] = ...,
+) -> np.ndarray: ...
+@overload
+def multi_head_attention(
+    X: ArrayLike,
+    W_Q: ArrayLike,
+    W_K: ArrayLike,
+    W_V: ArrayLike,
+    W_O: ArrayLike,
+    n_heads: int,
+    mask: ArrayLike | None = ...,
+    scale: bool | float = ...,
+    *,
+    return_intermediates: Literal[True],
+) -> MultiHeadTrace: ...
+@overload
+def multi_head_attention(
+    X: ArrayLike,
+    W_Q: ArrayLike,
+    W_K: ArrayLike,
+    W_V: ArrayLike,
+    W_O: ArrayLike,
+    n_heads: int,
+    mask: ArrayLike | None = ...,
+    scale: bool | float = ...,
+    return_intermediates: bool = ...,
+) -> np.ndarray | MultiHeadTrace: ...
+def multi_head_attention(
+    X: ArrayLike,
+    W_Q: ArrayLike,
+    W_K: ArrayLike,
+    W_V: ArrayLike,
+    W_O: ArrayLike,
+    n_heads: int,
+    mask: ArrayLike | None = None,
     scale: bool | float = True,
     return_intermediates: bool = False,
-):
+) -> np.ndarray | MultiHeadTrace:
     # (..., n, d_model), (d_model, h*d_k), (d_model, h*d_k), (d_model, h*d_v), (h*d_v, d_out)
     #   -> (..., n, d_out); usually d_k = d_v = d_model / h and d_out = d_model
     return grouped_query_attention(
@@ -522,12 +647,17 @@ def sinusoidal_positions(n: int, d_model: int, base: float = 10000.0) -> np.ndar
     return pe
 
 
-def layer_norm(x, gamma=None, beta=None, eps: float = 1e-5) -> np.ndarray:
+def layer_norm(
+    x: ArrayLike,
+    gamma: ArrayLike | None = None,
+    beta: ArrayLike | None = None,
+    eps: float = 1e-5,
+) -> np.ndarray:
     # (..., d), (d,), (d,) -> (..., d): each vector to mean 0 and variance 1, then gamma, beta
     x = np.asarray(x, dtype=np.float64)
     mean = x.mean(axis=-1, keepdims=True)
     var = x.var(axis=-1, keepdims=True)
-    y = (x - mean) / np.sqrt(var + eps)
+    y: np.ndarray = (x - mean) / np.sqrt(var + eps)
     if gamma is not None:
         y *= gamma
     if beta is not None:
@@ -539,7 +669,7 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _erf = np.frompyfunc(math.erf, 1, 1)
 
 
-def gelu(x, approximate: Literal["tanh", "erf"] = "tanh") -> np.ndarray:
+def gelu(x: ArrayLike, approximate: Literal["tanh", "erf"] = "tanh") -> np.ndarray:
     # (...) -> (...). "tanh" is the approximation GPT-2 and BERT use (within 1e-3 of exact);
     # "erf" is exact, x * Phi(x), via math.erf per element (slower; for checking).
     x = np.asarray(x, dtype=np.float64)
@@ -550,10 +680,13 @@ def gelu(x, approximate: Literal["tanh", "erf"] = "tanh") -> np.ndarray:
     raise ValueError(f'approximate must be "tanh" or "erf"; got {approximate!r}')
 
 
-def feed_forward(x, W1, b1, W2, b2) -> np.ndarray:
+def feed_forward(
+    x: np.ndarray, W1: np.ndarray, b1: np.ndarray, W2: np.ndarray, b2: np.ndarray
+) -> np.ndarray:
     # (..., n, d_model), (d_model, d_ff), (d_ff,), (d_ff, d_model), (d_model,) -> (..., n, d_model)
     # The same two-layer MLP applied to every position.
-    return gelu(x @ W1 + b1) @ W2 + b2
+    out: np.ndarray = gelu(x @ W1 + b1) @ W2 + b2
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -576,7 +709,7 @@ class BlockParams:
 
     @property
     def d_model(self) -> int:
-        return self.W_Q.shape[0]
+        return int(self.W_Q.shape[0])
 
     @property
     def attention_parameter_count(self) -> int:
@@ -623,10 +756,10 @@ def init_block_params(
 
 
 def transformer_block(
-    X,
+    X: ArrayLike,
     params: BlockParams,
     n_heads: int,
-    mask=None,
+    mask: ArrayLike | None = None,
     norm: Literal["post", "pre"] = "post",
     n_kv_heads: int | None = None,
 ) -> np.ndarray:
@@ -651,4 +784,5 @@ def transformer_block(
         x = layer_norm(X + attend(X), p.ln1_gamma, p.ln1_beta)
         return layer_norm(x + mlp(x), p.ln2_gamma, p.ln2_beta)
     x = X + attend(layer_norm(X, p.ln1_gamma, p.ln1_beta))
-    return x + mlp(layer_norm(x, p.ln2_gamma, p.ln2_beta))
+    out: np.ndarray = x + mlp(layer_norm(x, p.ln2_gamma, p.ln2_beta))
+    return out

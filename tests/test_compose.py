@@ -28,6 +28,8 @@ from celery.bin.base import CLIContext
 from celery.bin.celery import celery as celery_cli
 from django.conf import settings
 from django.core.management import get_commands, load_command_class
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
@@ -352,7 +354,7 @@ def test_dockerfile_base_user_and_static():
     user_index = max(i for i, (kw, _) in enumerate(instructions) if kw == "USER")
     assert user_index < cmd_index
     runs = " ".join(args for kw, args in instructions if kw == "RUN")
-    assert 'pip install -e ".[prod]"' in runs or "pip install '.[prod]'" in runs
+    assert "pip install -r /tmp/prod.lock" in runs and "pip install --no-deps -e ." in runs
     assert re.search(r"DJANGO_SECRET_KEY=\S+ python manage\.py collectstatic --noinput", runs)
     # No secret baked into the image: the key above lives only for that one RUN.
     env = " ".join(args for kw, args in instructions if kw == "ENV")
@@ -397,14 +399,42 @@ def test_dockerfile_copies_existing_files_that_the_context_keeps():
             assert not ignored(needed, patterns), needed
 
 
-def test_pip_requirements_line_reads_pyproject():
-    """The Dockerfile installs dependencies from ``project.dependencies`` plus the prod extra."""
-    run = next(args for kw, args in dockerfile_instructions() if kw == "RUN" and "tomllib" in args)
-    code = shlex.split(run)[2]
-    namespace = {"open": lambda *_a, **_k: (ROOT / "pyproject.toml").open("rb")}
-    printed: list[str] = []
-    namespace["print"] = printed.append
-    exec(code, namespace)
-    requirements = printed[0].splitlines()
-    assert any(r.startswith("gunicorn") for r in requirements)
-    assert any(r.startswith("django") for r in requirements)
+def _locked(path: Path) -> dict[str, str]:
+    # name -> pinned version, from a uv / pip-tools lock file ("name==1.2.3 ; marker").
+    pins = {}
+    for line in path.read_text().splitlines():
+        if line and not line.startswith((" ", "#")):
+            requirement = Requirement(line)
+            (spec,) = requirement.specifier
+            assert spec.operator == "==", line
+            pins[canonicalize_name(requirement.name)] = spec.version
+    return pins
+
+
+def test_image_installs_the_pinned_lock_then_the_project_without_dependencies():
+    """The Dockerfile installs requirements/prod.lock, then the project with --no-deps."""
+    runs = [args for kw, args in dockerfile_instructions() if kw == "RUN"]
+    assert any("pip install -r /tmp/prod.lock" in args for args in runs)
+    assert any("pip install --no-deps -e ." in args for args in runs)
+    copies = [shlex.split(args) for kw, args in dockerfile_instructions() if kw == "COPY"]
+    assert ["requirements/prod.lock", "/tmp/prod.lock"] in copies
+
+
+@pytest.mark.parametrize(
+    ("lock", "extras"), [("prod.lock", ["prod"]), ("dev.lock", ["prod", "dev"])]
+)
+def test_lock_pins_every_dependency_within_its_pyproject_range(lock, extras):
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = project["dependencies"] + [
+        r for extra in extras for r in project["optional-dependencies"][extra]
+    ]
+    pins = _locked(ROOT / "requirements" / lock)
+    for line in wanted:
+        requirement = Requirement(line)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{name} is missing from requirements/{lock}: run make lock"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (
+            f"requirements/{lock} pins {name}=={pins[name]}, outside {requirement.specifier}"
+        )
+    if lock == "prod.lock":
+        assert not {"pytest", "mypy", "ruff"} & set(pins), "prod.lock holds dev tools"
