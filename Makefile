@@ -32,12 +32,14 @@ run: install
 # Coverage (branch, with the floor `fail_under` in pyproject.toml) is measured over the
 # whole suite; pass PYTEST_ARGS to narrow the run, and COV= to leave coverage out.
 COV ?= --cov --cov-report=term
+# Two pytest workers, one per core of the machines CI runs on; XDIST= runs in one process.
+XDIST ?= -n 2
 
 test: dev typecheck
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	set -a; eval "$$($(PY) bin/services_env)"; set +a; \
-	  $(PY) -m pytest $(COV) $(PYTEST_ARGS)
+	  $(PY) -m pytest $(XDIST) $(COV) $(PYTEST_ARGS)
 
 typecheck: dev
 	$(VENV)/bin/mypy
