@@ -464,7 +464,7 @@ def mark(
             parts[name] = PartResult(True, [], "Correct.", right, cells)
             continue
         wrong_cells = [[]] if not shape else np.argwhere(~ok).tolist()
-        if follows_part:
+        if follows_part and follow is not None:
             message = (
                 f"Wrong against the expected answer, but it follows from {follow.words}: "
                 "right given your own earlier step, half credit."

@@ -71,7 +71,7 @@ def is_uniform(weights_row: Sequence[float], open_keys: Sequence[bool]) -> str:
     return UNIFORM if np.ptp(row) <= TIE_TOL else NOT_UNIFORM
 
 
-def first_token_reads(weights: Sequence[Sequence[float]]) -> str:
+def first_token_reads(weights: Sequence[Sequence[float]] | np.ndarray) -> str:
     """What token 0 attends to: under the causal mask it can read only itself."""
     row = np.asarray(weights, dtype=float)[0]
     if row[0] >= 1 - TIE_TOL:

@@ -71,7 +71,12 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict:
     obj = _JsonObject(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
-        obj.repeated = tuple(dict.fromkeys(k for k, _ in pairs if k in seen or seen.add(k)))
+        repeated: list[str] = []
+        for key, _ in pairs:
+            if key in seen:
+                repeated.append(key)
+            seen.add(key)
+        obj.repeated = tuple(dict.fromkeys(repeated))
     return obj
 
 

@@ -22,7 +22,7 @@ from cards.models import Deck
 
 from .format import FORMAT_VERSION, DeckFileError
 
-DECK_SLUG_MAX = Deck._meta.get_field("slug").max_length
+DECK_SLUG_MAX: int = Deck._meta.get_field("slug").max_length or 80
 TITLE_MAX = Deck._meta.get_field("title").max_length
 NON_FIELD = api_settings.NON_FIELD_ERRORS_KEY
 
@@ -358,7 +358,8 @@ def deck_validate(
     if not isinstance(data, Mapping):
         raise DeckFileError(errors)
     deck = top.validated_data.get("deck", {}) if not errors else {}
-    entries = data.get("cards") if isinstance(data.get("cards"), list) else []
+    raw_cards = data.get("cards")
+    entries: list[Any] = raw_cards if isinstance(raw_cards, list) else []
 
     seen_keys, by_entry = _explicit_keys(entries)
     cards = _card_specs(entries, by_entry, taken=set(seen_keys))
