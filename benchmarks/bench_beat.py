@@ -29,6 +29,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from benchmarks.pg import ensure_database, sql  # noqa: E402
+
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_beat")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
@@ -38,37 +41,6 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
 
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Tokyo", "Pacific/Kiritimati"]
 AT = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
-
-
-def ensure_database() -> None:
-    import dj_database_url
-    import psycopg
-
-    cfg = dj_database_url.parse(os.environ["DATABASE_URL"])
-    if "postgresql" not in cfg["ENGINE"]:
-        sys.exit("bench_beat needs PostgreSQL: set DATABASE_URL=postgres://...")
-    admin = psycopg.connect(
-        host=cfg["HOST"] or "127.0.0.1",
-        port=cfg["PORT"] or 5432,
-        user=cfg["USER"],
-        password=cfg["PASSWORD"] or None,
-        dbname="postgres",
-        autocommit=True,
-    )
-    with admin:
-        exists = admin.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [cfg["NAME"]]
-        ).fetchone()
-        if not exists:
-            admin.execute(f'CREATE DATABASE "{cfg["NAME"]}"')
-
-
-def sql(statement: str, params=()) -> int:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return cursor.rowcount
 
 
 def seed(learners: int, cards: int) -> None:
@@ -406,7 +378,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    ensure_database()
+    ensure_database("bench_beat")
     import django
 
     django.setup()

@@ -21,11 +21,20 @@ import os
 import statistics
 import time
 
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_depth")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
+
+from benchmarks.pg import ensure_database  # noqa: E402
+
+ensure_database("bench_depth")
 
 import django  # noqa: E402
 
 django.setup()
+
+from django.core.management import call_command  # noqa: E402
+
+call_command("migrate", verbosity=0)
 
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402

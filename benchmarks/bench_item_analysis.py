@@ -25,6 +25,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from benchmarks.pg import ensure_database, sql  # noqa: E402
+
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_item_analysis")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
@@ -33,37 +36,6 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
 
 MISTAKE_CODES = ["no_scale", "scale_by_d_model", "no_mask", "mask_after_softmax"]
 KINDS = ["attention", "causal", "projection", "multi_head"]
-
-
-def ensure_database() -> None:
-    import dj_database_url
-    import psycopg
-
-    cfg = dj_database_url.parse(os.environ["DATABASE_URL"])
-    if "postgresql" not in cfg["ENGINE"]:
-        sys.exit("bench_item_analysis needs PostgreSQL: set DATABASE_URL=postgres://...")
-    admin = psycopg.connect(
-        host=cfg["HOST"] or "127.0.0.1",
-        port=cfg["PORT"] or 5432,
-        user=cfg["USER"],
-        password=cfg["PASSWORD"] or None,
-        dbname="postgres",
-        autocommit=True,
-    )
-    with admin:
-        exists = admin.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [cfg["NAME"]]
-        ).fetchone()
-        if not exists:
-            admin.execute(f'CREATE DATABASE "{cfg["NAME"]}"')
-
-
-def sql(statement: str, params=()) -> int:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return cursor.rowcount
 
 
 def seed(*, learners: int, cards: int, days: int, per_day: int, decks: int) -> dict[str, int]:
@@ -243,7 +215,7 @@ def main() -> None:
     parser.add_argument("--decks", type=int, default=10)
     args = parser.parse_args()
 
-    ensure_database()
+    ensure_database("bench_item_analysis")
     import django
     from django.core.management import call_command
 

@@ -64,6 +64,7 @@ class Card(models.Model):
     generation_error = models.TextField(
         blank=True,
         default="",
+        db_default="",
         editable=False,
         help_text="Why the last attempt to generate this card's exercise failed.",
     )
@@ -254,7 +255,8 @@ class LearnerProfile(models.Model):
     )
     # The address the learner proved they read, through a link sent to it. Reminders
     # go out only while it equals user.email.
-    confirmed_email = models.EmailField(blank=True, default="")
+    # db_default: rows written in raw SQL (bulk loads, benchmarks) start unconfirmed.
+    confirmed_email = models.EmailField(blank=True, default="", db_default="")
     # A pause (vacation): study days pause_start .. pause_start + pause_days - 1.
     pause_start = models.DateField(null=True, blank=True)
     pause_days = models.PositiveSmallIntegerField(default=0, db_default=0)
