@@ -456,7 +456,9 @@ def mark(
             )
             if all(parts[u].correct for u in follow.uses):
                 ok = ok | own  # right from right earlier parts: their rounding is carried
-            elif own.all():
+            elif own.all() and any(np.any(floats[u]) for u in follow.uses):
+                # An earlier step left at zero is no step to follow from: all-zero weights
+                # give an all-zero output, which earns nothing.
                 follows_part = True
         cells = ok.size
         right = int(ok.sum())

@@ -81,6 +81,18 @@ def test_a_later_part_that_does_not_follow_either_is_plain_wrong():
     assert [d["parts"] for d in r.diagnosis] == [["scores"]]
 
 
+def test_an_all_zero_answer_earns_no_follow_on_credit():
+    kind, g = variant("attention", seed=5)
+    zeros = {ask["name"]: np.zeros(ask["shape"]) for ask in g.asks}
+    r = check(kind, g, zeros)
+    # Zero weights times V is zero: the output "follows", but from no step at all.
+    assert not any(part.follows for part in r.parts.values())
+    assert not r.parts["output"].correct
+    # Only cells that happen to be right count: no half credit for a part.
+    shares = [p.right_cells / p.cells for p in r.parts.values()]
+    assert r.score == round(sum(shares) / len(shares), 4)
+
+
 def test_weights_done_the_wrong_way_from_right_scores_name_that_step():
     kind, g = variant("attention", seed=8, mask="causal")
     answers = kind.answers_under(g.inputs, MISTAKES["mask_after_softmax"].recipe)
