@@ -18,18 +18,22 @@ _BAG_WK = [[1, 0], [1, 1], [0, 1]]
 _BAG_WV = [[2, 0], [0, 2], [1, 1]]
 _ABC = [[1, 0], [0, 1], [1, 1]]
 
+# The lesson's example, shared by the presets that start from it.
+_BAG_TOKENS = ("bag", "delayed", "refund")
+_BAG_MATRICES = {
+    "X": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+    "W_Q": _BAG_WQ,
+    "W_K": _BAG_WK,
+    "W_V": _BAG_WV,
+}
+
 PRESETS: dict[str, dict[str, Any]] = {
     "bag": {
         "title": "bag / delayed / refund",
         "note": "One-hot tokens with hand-set projections, d_k = 2 (the lesson's example).",
         "mode": "xw",
-        "tokens": ["bag", "delayed", "refund"],
-        "matrices": {
-            "X": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
-            "W_Q": _BAG_WQ,
-            "W_K": _BAG_WK,
-            "W_V": _BAG_WV,
-        },
+        "tokens": list(_BAG_TOKENS),
+        "matrices": dict(_BAG_MATRICES),
         "scale": True,
         "causal": False,
         "prediction": {
@@ -85,13 +89,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "title": "Causal mask",
         "note": "The bag example as a decoder: each token may read only itself and the tokens before it.",
         "mode": "xw",
-        "tokens": ["bag", "delayed", "refund"],
-        "matrices": {
-            "X": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
-            "W_Q": _BAG_WQ,
-            "W_K": _BAG_WK,
-            "W_V": _BAG_WV,
-        },
+        "tokens": list(_BAG_TOKENS),
+        "matrices": dict(_BAG_MATRICES),
         "scale": True,
         "causal": True,
         "prediction": {
