@@ -10,6 +10,7 @@ returns to rung 0, and the next due date counts from the day of review.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 from zoneinfo import ZoneInfo
@@ -83,3 +84,51 @@ def review(
 
 def is_due(due_on: dt.date, today: dt.date) -> bool:
     return due_on <= today
+
+
+def streak_days(
+    days: Mapping[dt.date, dt.date | None],
+    *,
+    today: dt.date,
+    still_due: dt.date | None,
+    pause: tuple[dt.date, dt.date] | None = None,
+) -> int:
+    """Consecutive study days with a review, ending today (or yesterday while today is open).
+
+    ``days`` maps each study day with reviews (net of undos) to the earliest
+    ``due_before`` among them: every card reviewed that day had waited since then.
+    ``still_due`` is the earliest due date of a card not yet reviewed, ``pause`` the
+    study days ``[start, end)`` of the learner's pause.
+
+    A day without reviews is skipped, not a break, when nothing was due on it: on a
+    paused day, or when no card was waiting (``still_due`` after it, and every later
+    review's card due after it). Today never breaks the streak.
+    """
+    if not days:
+        return 0
+    one_day = dt.timedelta(days=1)
+    first_day = min(days)
+    # The earliest due_before among reviews after the day being walked, kept going back.
+    waiting_since = _earliest((due for day, due in days.items() if day > today), None)
+    streak = 0
+    day = today
+    while day >= first_day:
+        if day in days:
+            streak += 1
+            waiting_since = _earliest((days[day],), waiting_since)
+        elif day != today and not (pause is not None and pause[0] <= day < pause[1]):
+            waited = (still_due is not None and still_due <= day) or (
+                waiting_since is not None and waiting_since <= day
+            )
+            if waited:
+                break
+        day -= one_day
+    return streak
+
+
+def _earliest(dates: Iterable[dt.date | None], start: dt.date | None) -> dt.date | None:
+    earliest = start
+    for date in dates:
+        if date is not None and (earliest is None or date < earliest):
+            earliest = date
+    return earliest

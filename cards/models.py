@@ -215,6 +215,35 @@ class ReviewLog(models.Model):
         )
 
 
+class ReviewDay(models.Model):
+    """One learner's reviews on one study day, net of undos: the log summed per day.
+
+    The streak, retention and review calendar read these rows instead of the log, so
+    their cost follows the days studied, not the reviews. Kept in the same statement
+    or transaction as the log by the review and undo services, and merged into the
+    deleted learners' account with their log.
+    """
+
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_days"
+    )
+    study_day = models.DateField()
+    reviews = models.IntegerField(default=0)
+    passes = models.IntegerField(default=0)
+    # The earliest ``due_before`` among the day's reviews that were not undone: every
+    # card reviewed that day had been waiting since then (what the streak asks).
+    min_due_before = models.DateField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # Also the index of the per-learner range reads (ON CONFLICT's target).
+            models.UniqueConstraint(fields=["learner", "study_day"], name="reviewday_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.learner} on {self.study_day}: {self.passes}/{self.reviews} passed"
+
+
 class IdempotencyKey(models.Model):
     """The first answer to a request sent with ``Idempotency-Key``, kept 24 hours."""
 

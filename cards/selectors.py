@@ -20,6 +20,7 @@ from .models import (
     ExerciseBinding,
     LearnerProfile,
     Report,
+    ReviewDay,
     ReviewLog,
     ReviewState,
     Tag,
@@ -292,62 +293,43 @@ def net_review_log(*, learner) -> QuerySet[ReviewLog]:
 
 
 def review_calendar(*, learner, start: dt.date, end: dt.date) -> dict[dt.date, int]:
-    rows = (
-        ReviewLog.objects.filter(learner=learner, study_day__gte=start, study_day__lte=end)
-        .values("study_day")
-        .annotate(n=net_count())
-    )
-    return {row["study_day"]: row["n"] for row in rows if row["n"] > 0}
+    rows = ReviewDay.objects.filter(
+        learner=learner, study_day__gte=start, study_day__lte=end, reviews__gt=0
+    ).values_list("study_day", "reviews")
+    return dict(rows)
 
 
-def _streak(*, learner, today: dt.date) -> int:
-    """Consecutive study days with a review, ending today (or yesterday while today is open).
-
-    A day without reviews is skipped, not a break, when nothing was due on it. A
-    card was due on day d if it is due now with ``due_on <= d``, or if it was
-    reviewed later with ``due_before <= d`` (it waited since then).
-    """
+def _review_days(*, learner, today: dt.date) -> list[tuple[dt.date, int, int, dt.date | None]]:
+    """``(study_day, reviews, passes, min_due_before)`` of the days studied, oldest first."""
     start = today - dt.timedelta(days=STREAK_LOOKBACK_DAYS)
-    per_day = {
-        row["study_day"]: row["min_due"]
-        for row in ReviewLog.objects.filter(learner=learner, study_day__gte=start)
-        .values("study_day")
-        .annotate(
-            min_due=Min("due_before", filter=Q(undo_of__isnull=True, undone_by__isnull=True)),
-            n=net_count(),
-        )
-        if row["n"] > 0
-    }
-    if not per_day:
+    return list(
+        ReviewDay.objects.filter(learner=learner, study_day__gte=start, reviews__gt=0)
+        .order_by("study_day")
+        .values_list("study_day", "reviews", "passes", "min_due_before")
+    )
+
+
+def _streak(*, learner, today: dt.date, days=None) -> int:
+    """Consecutive study days with a review (``ladder.streak_days``), from the day rows.
+
+    ``days`` are the rows of ``_review_days`` when the caller has read them already.
+    """
+    if days is None:
+        days = _review_days(learner=learner, today=today)
+    if not days:
         return 0
-    first_day = min(per_day)
     still_due = (
         scheduled_states(learner=learner).filter(suspended=False).aggregate(m=Min("due_on"))["m"]
     )
     profile = learner_profile(learner)
-    paused_from, paused_until = profile.pause_start, pause_end(profile)
-    # Smallest due_before among reviews after day d, maintained while walking back.
-    min_due_later = None
-    for day in sorted((d for d in per_day if d > today), reverse=True):
-        due = per_day[day]
-        min_due_later = due if min_due_later is None else min(min_due_later, due)
-
-    streak = 0
-    day = today
-    while day >= first_day:
-        if day in per_day:
-            streak += 1
-        elif day != today and not (paused_until and paused_from <= day < paused_until):
-            waited = (still_due is not None and still_due <= day) or (
-                min_due_later is not None and min_due_later <= day
-            )
-            if waited:
-                break
-        if day in per_day:
-            due = per_day[day]
-            min_due_later = due if min_due_later is None else min(min_due_later, due)
-        day -= dt.timedelta(days=1)
-    return streak
+    end = pause_end(profile)
+    pause = None if end is None or profile.pause_start is None else (profile.pause_start, end)
+    return ladder.streak_days(
+        {day: min_due for day, _, _, min_due in days},
+        today=today,
+        still_due=still_due,
+        pause=pause,
+    )
 
 
 def learner_stats(*, learner, today: dt.date) -> dict:
@@ -372,20 +354,18 @@ def learner_stats(*, learner, today: dt.date) -> dict:
     for row in states.values("step").annotate(n=Count("id")):
         by_step[str(row["step"])] = row["n"]
 
+    # One read of the day rows serves the retention window and the streak.
+    days = _review_days(learner=learner, today=today)
     window_start = today - dt.timedelta(days=RETENTION_DAYS - 1)
-    recent = ReviewLog.objects.filter(
-        learner=learner, study_day__gte=window_start, study_day__lte=today
-    ).aggregate(
-        total=net_count(),
-        passed=net_count(result=ReviewLog.Result.PASS),
-        today=net_count(study_day=today),
-    )
-    retention = recent["passed"] / recent["total"] if recent["total"] else None
+    window = [(day, n, passes) for day, n, passes, _ in days if window_start <= day <= today]
+    total = sum(n for _, n, _ in window)
+    passed = sum(passes for _, _, passes in window)
+    retention = passed / total if total else None
     stats = {
         "today": today,
         "due_today": due_today,
-        "reviewed_today": recent["today"],
-        "streak_days": _streak(learner=learner, today=today),
+        "reviewed_today": sum(n for day, n, _ in window if day == today),
+        "streak_days": _streak(learner=learner, today=today, days=days),
         "retention_30d": None if retention is None else round(retention, 4),
         "by_step": by_step,
         "forecast": [{"date": day, "count": n} for day, n in forecast.items()],

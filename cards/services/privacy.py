@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from .. import selectors
 from ..models import Enrollment, Reminder, ReviewLog, ReviewState
+from . import review_days
 
 logger = logging.getLogger(__name__)
 
@@ -171,6 +172,8 @@ def account_delete(*, user, password: str | None = None, check_password: bool = 
         raise ValidationError({"detail": ["This account holds deleted learners' reviews."]})
     holder = _deleted_learners()
     moved = ReviewLog.objects.filter(learner=user).update(learner=holder, idempotency_key="")
+    # The per-day counts follow the log; the learner's own rows go with the account.
+    review_days.review_days_merge(from_learner_id=user.pk, into_learner_id=holder.pk)
     _forget_log_ins(user.get_username())
     user_id = user.pk
     user.delete()

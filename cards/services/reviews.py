@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from .. import ladder, selectors
 from ..models import Card, IdempotencyKey, ReviewLog, ReviewState
+from . import review_days
 from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled
 
 
@@ -46,6 +47,12 @@ def _advance(
             ).update(step=schedule.step, due_on=schedule.due_on, last_reviewed_at=at)
             if moved:
                 log.save(force_insert=True)
+                review_days.review_day_add(
+                    learner_id=log.learner_id,
+                    study_day=today,
+                    passed=result == ReviewLog.Result.PASS,
+                    due_before=state.due_on,
+                )
     if not moved:
         current = ReviewState.objects.filter(pk=state.pk).values_list("due_on", flat=True).first()
         raise NotDue(current or schedule.due_on)
@@ -53,10 +60,10 @@ def _advance(
 
 
 def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: ReviewLog) -> bool:
-    """Move the state and append ``log`` in one statement, only if the state is as read.
+    """Move the state, append ``log`` and count it in its day, in one statement.
 
     Only the request that still sees the state it read may move it: a concurrent
-    submission for the same card matches zero rows and inserts no log.
+    submission for the same card matches zero rows, inserts no log and counts nothing.
     """
     ops = connection.ops
     fields = [f for f in ReviewLog._meta.concrete_fields if not f.primary_key]
@@ -68,10 +75,16 @@ def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: Review
             SET step = %s, due_on = %s, last_reviewed_at = %s, updated_at = %s
             WHERE id = %s AND step = %s AND due_on = %s
             RETURNING id
+        ), logged AS (
+            INSERT INTO {ReviewLog._meta.db_table} ({columns})
+            SELECT {", ".join(["%s"] * len(fields))} FROM moved
+            RETURNING id, learner_id, study_day, due_before
+        ), counted AS (
+            INSERT INTO {review_days.TABLE} ({review_days.COLUMNS})
+            SELECT learner_id, study_day, 1, %s, due_before FROM logged
+            {review_days.ON_CONFLICT_ADD}
         )
-        INSERT INTO {ReviewLog._meta.db_table} ({columns})
-        SELECT {", ".join(["%s"] * len(fields))} FROM moved
-        RETURNING id
+        SELECT id FROM logged
     """
     at = ops.adapt_datetimefield_value(log.reviewed_at)
     params = [
@@ -83,6 +96,7 @@ def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: Review
         state.step,
         ops.adapt_datefield_value(state.due_on),
         *values,
+        int(log.result == ReviewLog.Result.PASS),
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -99,8 +113,9 @@ def review_record(
 ) -> ReviewLog:
     """Record a pass or fail for a due recall or interview card and move it on the ladder.
 
-    No transaction of its own: the state moves and the log is appended together in one
-    conditional statement (or in one transaction where the database cannot do that).
+    No transaction of its own: the state moves, the log is appended and the review is
+    counted in its ``ReviewDay`` together in one conditional statement (or in one
+    transaction where the database cannot do that).
     """
     if result not in ReviewLog.Result.values:
         raise ValueError("result must be 'pass' or 'fail'")

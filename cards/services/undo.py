@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 
 from .. import selectors
 from ..models import ExerciseBinding, ReviewLog, ReviewState
+from . import review_days
 
 
 class UndoRefused(Exception):
@@ -20,7 +21,7 @@ def review_undo(*, learner, review_id: int, at: dt.datetime) -> ReviewState:
     """Undo the learner's latest review of a card, on the study day it was made, once.
 
     The log stays append-only: a new entry with ``undo_of`` cancels the review in
-    every count. The state goes back to where the review found it under a
+    every count, and the review leaves its day's ``ReviewDay``. The state goes back to where the review found it under a
     conditional UPDATE, so of two concurrent undos (or an undo racing a review)
     exactly one moves it. Raises ``ReviewLog.DoesNotExist`` for another learner's
     or an unknown review.
@@ -73,6 +74,7 @@ def review_undo(*, learner, review_id: int, at: dt.datetime) -> ReviewState:
             )
     except IntegrityError:
         raise UndoRefused("This review was already undone.") from None
+    review_days.review_day_undone(learner=learner, log=log)
     # An exercise card's review came from its bound exercise's first submission:
     # unbinding it lets the queue hand out a fresh exercise for the repeated review.
     ExerciseBinding.objects.filter(review=log).update(review=None)
