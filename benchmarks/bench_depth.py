@@ -7,7 +7,7 @@ Run against PostgreSQL::
 
 For each size N it builds a learner enrolled in one deck of N cards (a fifth of
 them due, the rest spread over the next 60 days, steps spread over the ladder)
-with N review-log rows over the past year, then times through Django's request
+with N review-log rows over the past year (and their per-day counts), then times through Django's request
 stack with token authentication: ``GET reviews/due/`` page 1 and the last page
 (page size 20), and ``GET stats/``. It prints medians, p95s, query counts and
 each size's ratio to the smallest size (target: at most 2x). The learners and
@@ -45,6 +45,7 @@ from rest_framework.test import APIClient  # noqa: E402
 
 from cards import selectors, services  # noqa: E402
 from cards.models import Card, Deck  # noqa: E402
+from cards.services.review_days import review_days_rebuild  # noqa: E402
 
 PREFIX = "depth-"
 DUE_URL = "/api/v1/reviews/due/"
@@ -96,8 +97,10 @@ def build(n: int):
             """,
             [user.pk, now, today, today, today, deck.pk],
         )
-        cursor.execute("ANALYZE cards_reviewstate")
-        cursor.execute("ANALYZE cards_reviewlog")
+    review_days_rebuild(learners=User.objects.filter(pk=user.pk))
+    with connection.cursor() as cursor:
+        for table in ("cards_reviewstate", "cards_reviewlog", "cards_reviewday"):
+            cursor.execute(f"ANALYZE {table}")
     return user
 
 

@@ -7,7 +7,19 @@ import logging
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Exists, Min, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    Min,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    When,
+)
 from django.db.models.expressions import RawSQL
 
 from exercises.selectors import prediction_accuracy
@@ -121,9 +133,10 @@ def leech_card_ids(*, learner, card_ids=None) -> set[int]:
         if not isinstance(card_ids, QuerySet):
             card_ids = list(card_ids)
         fails = fails.filter(card_id__in=card_ids)
+    # Summed as +1 / -1 rather than counted by id: read from the fails index alone.
     rows = (
         fails.values("card_id")
-        .annotate(lapses=net_count())
+        .annotate(lapses=Sum(Case(When(undo_of__isnull=True, then=1), default=-1)))
         .filter(lapses__gte=settings.STUDY_LEECH_LAPSES)
     )
     return {row["card_id"] for row in rows}
@@ -336,23 +349,29 @@ def learner_stats(*, learner, today: dt.date) -> dict:
     states = scheduled_states(learner=learner)
     horizon = today + dt.timedelta(days=FORECAST_DAYS - 1)
     forecast = {today + dt.timedelta(days=i): 0 for i in range(FORECAST_DAYS)}
-    due_today = queue_states(learner=learner, today=today).count()
     # While paused, nothing falls due before the pause ends.
     paused = is_paused(learner=learner, today=today)
     first_day = pause_end(learner_profile(learner)) if paused else today
-    for row in (
+    # The queue's rows (``queue_states``) up to the horizon rather than today, and
+    # regardless of the pause: their days before today are the due count too. COUNT(*)
+    # (not of a column) keeps both counts below index-only, on the queue and steps indexes.
+    due_today = 0
+    for due_on, n in (
         states.filter(due_on__lte=horizon, suspended=False)
         .exclude(buried_on=today)
         .values("due_on")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))
+        .values_list("due_on", "n")
     ):
-        day = max(row["due_on"], first_day)
+        if due_on <= today and not paused:
+            due_today += n
+        day = max(due_on, first_day)
         if day in forecast:
-            forecast[day] += row["n"]
+            forecast[day] += n
 
     by_step = {str(step): 0 for step in range(len(settings.STUDY_LADDER_DAYS))}
-    for row in states.values("step").annotate(n=Count("id")):
-        by_step[str(row["step"])] = row["n"]
+    for step, n in states.values("step").annotate(n=Count("*")).values_list("step", "n"):
+        by_step[str(step)] = n
 
     # One read of the day rows serves the retention window and the streak.
     days = _review_days(learner=learner, today=today)

@@ -36,10 +36,12 @@ from cards.models import (
     Deck,
     Enrollment,
     LearnerProfile,
+    ReviewDay,
     ReviewLog,
     ReviewState,
     Tag,
 )
+from cards.services.review_days import review_days_rebuild
 
 USER_PREFIX = "load-"
 EMAIL_DOMAIN = "@load.invalid"
@@ -206,10 +208,13 @@ class Command(BaseCommand):
                     self.create_states_bulk(user_ids, **params)
             with self.phase("review logs"):
                 self.create_logs(seed=opts["seed"], fraction=log_fraction, steps=steps)
+            with self.phase("review days"):
+                # The stats read the log per day: recount the synthetic learners' days.
+                review_days_rebuild(learners=synthetic_users())
         if connection.vendor == "postgresql":
             # Fresh statistics, or the planner guesses from an empty table until autovacuum.
             with self.phase("analyze"), connection.cursor() as cursor:
-                for model in (ReviewState, ReviewLog, Enrollment, Card):
+                for model in (ReviewState, ReviewLog, ReviewDay, Enrollment, Card):
                     cursor.execute(f"ANALYZE {model._meta.db_table}")
         with self.phase("count"):
             self.summary(today)
@@ -254,10 +259,11 @@ class Command(BaseCommand):
                 f"({synthetic_user_ids}))",
                 like,
             )
-            cursor.execute(
-                f"DELETE FROM {ReviewLog._meta.db_table} WHERE learner_id IN ({synthetic_user_ids})",
-                like,
-            )
+            for model in (ReviewLog, ReviewDay):
+                cursor.execute(
+                    f"DELETE FROM {model._meta.db_table} WHERE learner_id IN ({synthetic_user_ids})",
+                    like,
+                )
             cursor.execute(
                 f"DELETE FROM {ReviewState._meta.db_table} WHERE learner_id IN ({synthetic_user_ids})",
                 like,
