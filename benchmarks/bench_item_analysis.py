@@ -101,6 +101,9 @@ def seed(*, learners: int, cards: int, days: int, per_day: int, decks: int) -> d
         FROM cards_reviewlog WHERE id %% 100 = 0
         """
     )
+    from cards.services.review_days import review_days_rebuild
+
+    review_days_rebuild()  # the per-day counts that stats/ reads follow the log
     reports = sql(
         """
         INSERT INTO cards_report (learner_id, card_id, exercise_id, text, resolved, created_at)
