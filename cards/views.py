@@ -38,9 +38,9 @@ from .forms import AccountDeleteForm, PauseForm, ProfileForm, ReportForm, Review
 from .models import Card, Deck, ReviewLog
 from .services import accounts as account_services
 from .services import privacy
+from .services.review_page import next_reviewable
 
 HISTORY_WEEKS = 26
-REVIEW_BATCH = 20  # due cards read at a time while looking for one that can be shown
 
 
 def _today(user) -> dt.date:
@@ -310,7 +310,8 @@ def review(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _review_post(request)
     today = _today(learner)
-    state, exercise, skipped = _next_reviewable(learner, today)
+    shown = next_reviewable(learner=learner, today=today)
+    state, exercise = shown.state, shown.exercise
     if state is None:
         return render(
             request,
@@ -334,34 +335,9 @@ def review(request: HttpRequest) -> HttpResponse:
                     exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
                 )
             )
-    context["skipped"] = skipped
+    context["skipped"] = shown.skipped
     context.update(controls_context(learner, today, state.card, exercise))
     return render(request, "cards/review.html", context)
-
-
-def _next_reviewable(learner, today: dt.date):
-    """``(state, exercise, skipped)``: the oldest due card that can be reviewed now.
-
-    An exercise card whose spec cannot generate an exercise cannot be reviewed and
-    would otherwise sit at the head of the queue, hiding every card behind it. Such
-    cards are passed over (counted in ``skipped``) while anything else is due; alone,
-    the first of them is shown as it is.
-    """
-    due = selectors.due_reviews(learner=learner, today=today)
-    first = None
-    skipped = 0
-    while True:
-        batch = list(due[skipped : skipped + REVIEW_BATCH])
-        for state in batch:
-            if state.card.kind != Card.Kind.EXERCISE:
-                return state, None, skipped
-            exercise = services.exercise_for_review(learner=learner, card=state.card, today=today)
-            if exercise is not None:
-                return state, exercise, skipped
-            first = first or (state, exercise)
-            skipped += 1
-        if len(batch) < REVIEW_BATCH:
-            return (*first, 0) if first else (None, None, 0)
 
 
 def _review_post(request: HttpRequest) -> HttpResponse:
