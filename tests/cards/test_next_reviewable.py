@@ -96,7 +96,7 @@ def test_the_review_page_renders_what_the_service_chose(learner, monkeypatch):
     cards = enrol(learner, make_deck("recall", "recall"))
     chosen = ReviewState.objects.get(learner=learner, card=cards[1])
     monkeypatch.setattr(
-        "cards.views.next_reviewable",
+        "cards.views.session.next_reviewable",
         lambda *, learner, today: NextReview(chosen, None, 4),
     )
     client = Client()
