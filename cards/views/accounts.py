@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods
 from .. import services
 from ..forms import SignUpForm
 from ..services import accounts as account_services
-from .common import apply_errors
+from .common import apply_errors, signed_in
 
 
 @require_http_methods(["GET", "POST"])
@@ -51,18 +51,19 @@ def signup(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def password_change(request: HttpRequest) -> HttpResponse:
-    form = PasswordChangeForm(request.user, request.POST or None)
+    user = signed_in(request)
+    form = PasswordChangeForm(user, request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
             account_services.password_change(
-                user=request.user,
+                user=user,
                 old_password=form.cleaned_data["old_password"],
                 new_password=form.cleaned_data["new_password1"],
             )
         except ValidationError as exc:
             apply_errors(form, exc)
         else:
-            update_session_auth_hash(request, request.user)
+            update_session_auth_hash(request, user)
             messages.success(request, "Password changed. Your API token was replaced too.")
             return redirect("profile")
     return render(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.core.exceptions import ValidationError
+from django.contrib.auth.models import AnonymousUser, User
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.forms import BaseForm
+from django.http import HttpRequest
 from django.utils import timezone
 
 from .. import selectors
@@ -22,3 +25,18 @@ def apply_errors(form, exc: ValidationError) -> None:
             form.add_error(field if field in form.fields else None, errors)
     else:
         form.add_error(None, exc.messages)
+
+
+def form_problems(form: BaseForm) -> str:
+    """A form's errors on one line: ``field: message; other: message``."""
+    return "; ".join(
+        f"{name}: {' '.join(str(message) for message in errors)}"
+        for name, errors in form.errors.items()
+    )
+
+
+def signed_in(request: HttpRequest) -> User:
+    """The user of a ``login_required`` view (never anonymous there)."""
+    if isinstance(request.user, AnonymousUser):
+        raise PermissionDenied
+    return request.user

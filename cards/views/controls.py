@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from .. import selectors, services
 from ..forms import ReportForm
 from ..models import ReviewLog
-from .common import study_today
+from .common import form_problems, study_today
 
 
 def _back(request: HttpRequest, default: str = "review") -> HttpResponse:
@@ -107,7 +107,7 @@ def card_notes(request: HttpRequest, pk: int) -> HttpResponse:
 def report_create(request: HttpRequest) -> HttpResponse:
     form = ReportForm(request.POST)
     if not form.is_valid():
-        problems = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
+        problems = form_problems(form)
         messages.warning(request, f"Your report was not sent ({problems}).")
         return _back(request)
     try:

@@ -16,7 +16,7 @@ from ..forms import AccountDeleteForm, PauseForm, ProfileForm
 from ..models import LearnerProfile
 from ..services import accounts as account_services
 from ..services import privacy
-from .common import apply_errors, study_today
+from .common import apply_errors, form_problems, signed_in, study_today
 
 
 @login_required
@@ -82,11 +82,12 @@ def email_confirm(request: HttpRequest, token: str) -> HttpResponse:
 @login_required
 @require_POST
 def email_confirm_send(request: HttpRequest) -> HttpResponse:
-    if not request.user.email:
+    user = signed_in(request)
+    if not user.email:
         messages.warning(request, "Add an e-mail address first.")
     else:
-        account_services.email_confirmation_send(user=request.user)
-        messages.success(request, f"A confirmation link is on its way to {request.user.email}.")
+        account_services.email_confirmation_send(user=user)
+        messages.success(request, f"A confirmation link is on its way to {user.email}.")
     return redirect("profile")
 
 
@@ -143,7 +144,7 @@ def pause_set(request: HttpRequest) -> HttpResponse:
     if form.is_valid() and form.cleaned_data["start"] < today:
         form.add_error("start", f"Expected today ({today:%d %b %Y}) or a later date.")
     if not form.is_valid():
-        problems = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
+        problems = form_problems(form)
         messages.warning(request, f"Pause not set ({problems}).")
         return redirect("profile")
     try:

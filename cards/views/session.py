@@ -21,7 +21,7 @@ from .. import selectors, services
 from ..forms import ReportForm, ReviewForm
 from ..models import Card
 from ..services.review_page import next_reviewable
-from .common import study_today
+from .common import form_problems, study_today
 
 
 def _session_progress(learner, today: dt.date, due: int) -> dict:
@@ -69,7 +69,7 @@ def review(request: HttpRequest) -> HttpResponse:
 def _review_post(request: HttpRequest) -> HttpResponse:
     form = ReviewForm(request.POST)
     if not form.is_valid():
-        problems = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
+        problems = form_problems(form)
         return HttpResponseBadRequest(
             f"Expected a card id and a result of 'pass' or 'fail' ({problems}).",
             content_type="text/plain",
@@ -153,7 +153,9 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
 
 def controls_context(learner, today: dt.date, card=None, exercise=None) -> dict:
     """What the review page shows beside the card: undo, leech warning, report form."""
-    context = {"undo_review": services.latest_undoable(learner=learner, today=today)}
+    context: dict[str, object] = {
+        "undo_review": services.latest_undoable(learner=learner, today=today)
+    }
     if card is not None:
         context["leech"] = card.pk in selectors.leech_card_ids(learner=learner, card_ids=[card.pk])
         context["report_form"] = ReportForm(
