@@ -501,79 +501,60 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         summary="Record a pass or fail for a due card",
     )
     def create(self, request):
-        key = request.headers.get("Idempotency-Key", "")
-        if "Idempotency-Key" in request.headers and not IDEMPOTENCY_KEY_RE.match(key):
-            raise ValidationError(
-                {"Idempotency-Key": ["Expected 1 to 255 visible ASCII characters (no spaces)."]}
-            )
+        key = _idempotency_key(request)
         data = ReviewCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        if not key:
-            return self._record(request, data.validated_data, key)
-
-        fingerprint = services.request_fingerprint(
-            method="POST", path=request.path, body=data.validated_data
-        )
         try:
-            claim = services.idempotency_begin(
-                learner=request.user, key=key, fingerprint=fingerprint, at=timezone.now()
-            )
-        except services.IdempotencyConflict as exc:
-            code = (
-                status.HTTP_409_CONFLICT if exc.in_flight else status.HTTP_422_UNPROCESSABLE_ENTITY
-            )
-            return Response({"detail": str(exc)}, status=code)
-        if isinstance(claim, services.Replay):
-            return Response(claim.body, status=claim.status)
-        if getattr(claim, "taken_over", False):
-            # The first request died after its lease; answer what it recorded, if anything.
-            log = review_services.idempotency_recorded_review(learner=request.user, key=key)
-            if log is not None:
-                body = ReviewSerializer(log).data
-                services.idempotency_finish(record=claim, status=201, body=body)
-                return Response(body, status=status.HTTP_201_CREATED)
-        try:
-            response = self._record(request, data.validated_data, key)
-        except BaseException:
-            services.idempotency_abandon(record=claim)
-            raise
-        if response.status_code == status.HTTP_201_CREATED:
-            services.idempotency_finish(record=claim, status=201, body=response.data)
-        else:
-            services.idempotency_abandon(record=claim)
-        return response
-
-    def _record(self, request, values, key) -> Response:
-        try:
-            log = services.review_record(
+            answer = review_services.review_submit(
                 learner=request.user,
-                card=values["card"],
-                result=values["result"],
+                card=data.validated_data["card"],
+                result=data.validated_data["result"],
                 at=timezone.now(),
+                present=lambda log: ReviewSerializer(log).data,
                 idempotency_key=key,
+                path=request.path,
             )
-        except services.NotScheduled:
-            return Response(
-                {
-                    "detail": "No such card on your ladder (unknown, inactive, or deck not enrolled)."
-                },
-                status=status.HTTP_404_NOT_FOUND,
-            )
-        except services.ExerciseCardReview:
-            return Response(
-                {
-                    "card": [
-                        "This is an exercise card: submit the exercise that reviews/due/ "
-                        "gave you for it instead."
-                    ]
-                },
-                status=status.HTTP_400_BAD_REQUEST,
-            )
-        except services.NotDue as exc:
-            return Response(
-                {"detail": str(exc), "due_on": exc.due_on}, status=status.HTTP_409_CONFLICT
-            )
-        return Response(ReviewSerializer(log).data, status=status.HTTP_201_CREATED)
+        except (
+            services.NotScheduled,
+            services.ExerciseCardReview,
+            services.NotDue,
+            services.IdempotencyConflict,
+        ) as exc:
+            return _review_refused(exc)
+        return Response(answer.body, status=answer.status)
+
+
+def _idempotency_key(request) -> str:
+    """The request's Idempotency-Key, "" without one; a malformed key is a 400."""
+    key = request.headers.get("Idempotency-Key", "")
+    if "Idempotency-Key" in request.headers and not IDEMPOTENCY_KEY_RE.match(key):
+        raise ValidationError(
+            {"Idempotency-Key": ["Expected 1 to 255 visible ASCII characters (no spaces)."]}
+        )
+    return key
+
+
+def _review_refused(exc: Exception) -> Response:
+    """The answer to a review submission a service refused, by the error's type."""
+    if isinstance(exc, services.IdempotencyConflict):
+        code = status.HTTP_409_CONFLICT if exc.in_flight else status.HTTP_422_UNPROCESSABLE_ENTITY
+        return Response({"detail": str(exc)}, status=code)
+    if isinstance(exc, services.NotDue):
+        return Response({"detail": str(exc), "due_on": exc.due_on}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, services.ExerciseCardReview):
+        return Response(
+            {
+                "card": [
+                    "This is an exercise card: submit the exercise that reviews/due/ "
+                    "gave you for it instead."
+                ]
+            },
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    return Response(
+        {"detail": "No such card on your ladder (unknown, inactive, or deck not enrolled)."},
+        status=status.HTTP_404_NOT_FOUND,
+    )
 
 
 class StatsView(APIView):

@@ -49,6 +49,21 @@ def study_day_start(day: dt.date, tz: str | dt.tzinfo, day_starts_at: int) -> dt
     return local
 
 
+def zone_or_utc(name: str) -> ZoneInfo:
+    """The time zone called ``name``, or UTC when the zone database does not know it.
+
+    A name that no longer resolves (edited in the database, dropped from tzdata) must
+    not fail every request of its learner: an unknown time zone studies on UTC. The
+    caller can tell by ``zone.key != name``.
+    """
+    try:
+        return ZoneInfo(name)
+    # ZoneInfoNotFoundError is a KeyError; a malformed name is a ValueError, and one
+    # that reaches a folder of the zone database (e.g. "America") an OSError.
+    except (ValueError, OSError, KeyError):
+        return ZoneInfo("UTC")
+
+
 @dataclass(frozen=True)
 class Schedule:
     step: int

@@ -55,16 +55,12 @@ def learner_profile(user) -> LearnerProfile:
 
 def learner_today(*, learner, at: dt.datetime) -> dt.date:
     profile = learner_profile(learner)
-    try:
-        return ladder.study_day(at, profile.timezone, profile.day_starts_at)
-    except (ValueError, OSError, KeyError):  # ZoneInfoNotFoundError is a KeyError
-        pass
-    # A time zone name that no longer resolves (edited in the database, or dropped
-    # from tzdata): study on UTC rather than fail every request of this learner.
-    logger.warning(
-        "Learner %s has an unknown time zone %r; using UTC", learner.pk, profile.timezone
-    )
-    return ladder.study_day(at, "UTC", profile.day_starts_at)
+    zone = ladder.zone_or_utc(profile.timezone)
+    if zone.key != profile.timezone:
+        logger.warning(
+            "Learner %s has an unknown time zone %r; using UTC", learner.pk, profile.timezone
+        )
+    return ladder.study_day(at, zone, profile.day_starts_at)
 
 
 def scheduled_states(*, learner) -> QuerySet[ReviewState]:
@@ -413,8 +409,6 @@ def _leech_stats(*, learner) -> dict:
 def _prediction_accuracy(*, learner, window_start: dt.date) -> dict:
     """Predictions made since the start of the learner's study day ``window_start``."""
     profile = learner_profile(learner)
-    try:
-        since = ladder.study_day_start(window_start, profile.timezone, profile.day_starts_at)
-    except (ValueError, OSError, KeyError):  # an unknown time zone studies on UTC
-        since = ladder.study_day_start(window_start, "UTC", profile.day_starts_at)
+    zone = ladder.zone_or_utc(profile.timezone)
+    since = ladder.study_day_start(window_start, zone, profile.day_starts_at)
     return prediction_accuracy(owner=learner, since=since)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -22,7 +24,9 @@ def _advance(
 ) -> ReviewLog:
     if state.due_on > today:
         raise NotDue(state.due_on)
-    schedule = ladder.review(state.step, result, today, settings.STUDY_LADDER_DAYS)
+    schedule = ladder.review(
+        state.step, cast(ladder.Result, result), today, settings.STUDY_LADDER_DAYS
+    )
     # Only the request that still sees the state it read may move it: a concurrent
     # submission for the same card matches zero rows here and is told it is not due.
     log = ReviewLog(
@@ -42,9 +46,11 @@ def _advance(
         moved = _move_and_log(state=state, step=schedule.step, due_on=schedule.due_on, log=log)
     else:
         with transaction.atomic():
-            moved = ReviewState.objects.filter(
-                pk=state.pk, step=state.step, due_on=state.due_on
-            ).update(step=schedule.step, due_on=schedule.due_on, last_reviewed_at=at)
+            moved = bool(
+                ReviewState.objects.filter(
+                    pk=state.pk, step=state.step, due_on=state.due_on
+                ).update(step=schedule.step, due_on=schedule.due_on, last_reviewed_at=at)
+            )
             if moved:
                 log.save(force_insert=True)
                 review_days.review_day_add(
@@ -161,8 +167,18 @@ def request_fingerprint(*, method: str, path: str, body) -> str:
 
 @dataclass(frozen=True)
 class Replay:
+    """The stored answer of the first request with an Idempotency-Key."""
+
     status: int
     body: dict
+
+
+@dataclass(frozen=True)
+class Claim:
+    """This request's hold on an Idempotency-Key; ``taken_over`` from a request that died."""
+
+    record: IdempotencyKey
+    taken_over: bool = False
 
 
 # A claim still in flight after this long belongs to a request that died (process
@@ -172,28 +188,30 @@ IDEMPOTENCY_LEASE = dt.timedelta(seconds=60)
 
 def idempotency_begin(
     *, learner, key: str, fingerprint: str, at: dt.datetime | None = None
-) -> IdempotencyKey | Replay:
+) -> Claim | Replay:
     """Claim ``key`` for this request, or return the stored answer of the first one.
 
     The claim commits on its own, so a second request with the same key sees it
     while the first is still running and gets a 409 instead of waiting. A claim
-    older than ``IDEMPOTENCY_LEASE`` is taken over (``taken_over`` is then true on
-    the returned record): the caller checks whether the dead request recorded
-    anything before running it again (see ``idempotency_recorded_review``).
+    older than ``IDEMPOTENCY_LEASE`` is taken over (``taken_over`` is then true):
+    the caller checks whether the dead request recorded anything before running it
+    again (see ``idempotency_recorded_review``).
     """
-    claim = _idempotency_claim(learner=learner, key=key, fingerprint=fingerprint)
-    if claim is not None:
-        return claim
+    record = _idempotency_claim(learner=learner, key=key, fingerprint=fingerprint)
+    if record is not None:
+        return Claim(record)
     existing = IdempotencyKey.objects.filter(learner=learner, key=key).first()
     if existing is None:  # purged between the insert and the read: try once more
-        return IdempotencyKey.objects.create(learner=learner, key=key, request_hash=fingerprint)
+        return Claim(
+            IdempotencyKey.objects.create(learner=learner, key=key, request_hash=fingerprint)
+        )
     if existing.request_hash != fingerprint:
         raise IdempotencyConflict(
             "This Idempotency-Key was already used with a different request body.",
             in_flight=False,
         )
-    lease_over = at is not None and at - existing.created_at >= IDEMPOTENCY_LEASE
-    if existing.status == IdempotencyKey.Status.IN_FLIGHT and lease_over:
+    in_flight = existing.status == IdempotencyKey.Status.IN_FLIGHT
+    if in_flight and at is not None and at - existing.created_at >= IDEMPOTENCY_LEASE:
         # Conditional: of two retries racing for a dead claim, one takes it.
         taken = IdempotencyKey.objects.filter(
             pk=existing.pk,
@@ -202,14 +220,16 @@ def idempotency_begin(
         ).update(created_at=at)
         if taken:
             existing.created_at = at
-            existing.taken_over = True
-            return existing
-    if existing.status == IdempotencyKey.Status.IN_FLIGHT:
+            return Claim(existing, taken_over=True)
+    if in_flight:
         raise IdempotencyConflict(
             "A request with this Idempotency-Key is still being processed; retry shortly.",
             in_flight=True,
         )
-    return Replay(status=existing.response_status, body=existing.response_body)
+    # A finished claim always holds its answer (``idempotency_finish`` stores both).
+    return Replay(
+        status=cast(int, existing.response_status), body=cast(dict, existing.response_body)
+    )
 
 
 def idempotency_recorded_review(*, learner, key: str) -> ReviewLog | None:
@@ -246,3 +266,64 @@ def idempotency_finish(*, record: IdempotencyKey, status: int, body: dict) -> No
 def idempotency_abandon(*, record: IdempotencyKey) -> None:
     """Forget a claim whose request failed, so the client may retry with the same key."""
     IdempotencyKey.objects.filter(pk=record.pk, status=IdempotencyKey.Status.IN_FLIGHT).delete()
+
+
+# --- Submitting a review: POST reviews/ -------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReviewAnswer:
+    """What a review submission answers: HTTP status and body (stored, or replayed)."""
+
+    status: int
+    body: dict
+    replayed: bool = False
+
+
+def review_submit(
+    *,
+    learner,
+    card: int,
+    result: str,
+    at: dt.datetime,
+    present: Callable[[ReviewLog], dict],
+    idempotency_key: str = "",
+    path: str = "",
+) -> ReviewAnswer:
+    """Record a review as ``POST reviews/`` does, at most once per Idempotency-Key.
+
+    ``present`` turns the recorded review into the response body, which is stored
+    under the key. The same key with the same request (``path``, card and result)
+    answers the stored body again and changes nothing. Raises ``IdempotencyConflict``
+    (``in_flight``: 409, else 422 for a different body) and the ``ReviewError`` of
+    ``review_record``; on any error the claim is let go, so the client may retry
+    with the same key.
+    """
+
+    def record() -> ReviewAnswer:
+        log = review_record(
+            learner=learner, card=card, result=result, at=at, idempotency_key=idempotency_key
+        )
+        return ReviewAnswer(201, present(log))
+
+    if not idempotency_key:
+        return record()
+    fingerprint = request_fingerprint(
+        method="POST", path=path, body={"card": card, "result": result}
+    )
+    claim = idempotency_begin(learner=learner, key=idempotency_key, fingerprint=fingerprint, at=at)
+    if isinstance(claim, Replay):
+        return ReviewAnswer(claim.status, claim.body, replayed=True)
+    try:
+        # A request that died after its lease may have recorded its review: answer that.
+        recorded = (
+            idempotency_recorded_review(learner=learner, key=idempotency_key)
+            if claim.taken_over
+            else None
+        )
+        answer = record() if recorded is None else ReviewAnswer(201, present(recorded))
+    except BaseException:
+        idempotency_abandon(record=claim.record)
+        raise
+    idempotency_finish(record=claim.record, status=answer.status, body=answer.body)
+    return answer
