@@ -1,16 +1,13 @@
 """Server-rendered exercise pages and the attention playground.
 
-Answers arrive as one text input per cell, named ``answer-<part>-<row>-<col>``
-(``answer-<part>-<i>`` for a vector, ``answer-<part>`` for a number). Cells that
-do not parse are reported next to the grid and use no attempt. Submissions are
+Answers arrive as one text input per cell, named as ``exercises.cells`` says. Cells
+that do not parse are reported next to the grid and use no attempt. Submissions are
 posted to ``cards.views.exercise_submit``: the study core records the review of a
 review-bound exercise, and ``exercises`` never imports ``cards``.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from typing import Any
 
 import numpy as np
@@ -22,125 +19,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from exercises import predictions, selectors, services
+from exercises.cells import MAX_CELL_CHARS, cell_words, grid_cell_name, parse_number
+
+# The answer form's parsing, re-exported for the review page's submit view.
+from exercises.cells import invalid_cells as invalid_cells
+from exercises.cells import parse_answer_cells as parse_answer_cells
 from exercises.kinds import KINDS, ParamError, UnknownKindError
 from exercises.models import Attempt, Exercise
 from exercises.presets import DEFAULT_PRESET, PRESETS, preset_question
-
-# --- Answer grids ---------------------------------------------------------------------
-
-
-def cell_indices(shape: list[int]) -> list[tuple[int, ...]]:
-    return list(itertools.product(*(range(n) for n in shape)))
-
-
-def cell_field(part: str, index: tuple[int, ...]) -> str:
-    return "-".join(["answer", part, *(str(i) for i in index)])
-
-
-def cell_words(part: str, index: tuple[int, ...]) -> str:
-    if len(index) == 2:
-        return f"{part} row {index[0] + 1} column {index[1] + 1}"
-    if len(index) == 1:
-        return f"{part} entry {index[0] + 1}"
-    return part
-
-
-MAX_CELL_CHARS = 64  # far more than any hand-typed number needs
-
-
-def parse_number(text: str) -> float | int | None:
-    """A typed number; a comma decimal and the minus sign U+2212 are accepted.
-
-    A whole number typed without a point stays an ``int``, so a count is checked exactly
-    however large it is.
-    """
-    cleaned = text.strip().replace("−", "-").replace(",", ".")
-    if len(cleaned) > MAX_CELL_CHARS:
-        return None  # never read a prefix of an over-long entry as the number meant
-    if cleaned.lstrip("+-").isdigit() and cleaned.isascii():
-        return int(cleaned)
-    try:
-        value = float(cleaned)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _nest(flat: dict[tuple[int, ...], Any], shape: list[int]) -> Any:
-    if not shape:
-        return flat[()]
-    if len(shape) == 1:
-        return [flat[(i,)] for i in range(shape[0])]
-    return [[flat[(r, c)] for c in range(shape[1])] for r in range(shape[0])]
-
-
-def parse_answer_cells(asks: list[dict], data) -> tuple[dict, dict, dict[str, list[str]]]:
-    """``(answers, typed, problems)``: numbers by part, the raw text by part, messages by part."""
-    answers: dict[str, Any] = {}
-    typed: dict[str, Any] = {}
-    problems: dict[str, list[str]] = {}
-    for ask in asks_in_form(asks, data):
-        name, shape = ask["name"], list(ask["shape"])
-        if ask.get("choices"):
-            text = str(data.get(cell_field(name, ()), ""))[:MAX_CHOICE_CHARS]
-            typed[name] = text
-            if text in ask["choices"]:
-                answers[name] = text
-            else:
-                problems[name] = [
-                    f"{name}: choose one of {', '.join(ask['choices'])}"
-                    + (f"; got {text!r}." if text else ".")
-                ]
-            continue
-        numbers: dict[tuple[int, ...], float] = {}
-        raw: dict[tuple[int, ...], str] = {}
-        for index in cell_indices(shape):
-            text = str(data.get(cell_field(name, index), ""))
-            raw[index] = text[:MAX_CELL_CHARS]
-            value = parse_number(text)
-            if value is None:
-                if not text.strip():
-                    what = "is empty"
-                elif len(text.strip()) > MAX_CELL_CHARS:
-                    what = f"is longer than {MAX_CELL_CHARS} characters"
-                else:
-                    what = f"is {text!r}"
-                problems.setdefault(name, []).append(
-                    f"{cell_words(name, index)} {what}; enter a number such as 0.25."
-                )
-            else:
-                numbers[index] = value
-        typed[name] = _nest(raw, shape)
-        if name not in problems:
-            answers[name] = _nest(numbers, shape)
-    return answers, typed, problems
-
-
-MAX_CHOICE_CHARS = 200
-
-
-def asks_in_form(asks: list[dict], data) -> list[dict]:
-    """The asks one submitted form answers: the prediction alone (``phase=prediction``),
-    else the numeric parts; every ask for an exercise without a prediction."""
-    if not predictions.first_prediction(asks):
-        return list(asks)
-    if data.get("phase") == "prediction":
-        return [asks[0]]
-    return predictions.numeric_asks(asks)
-
-
-def invalid_cells(asks: list[dict], data, problems: dict) -> dict[str, list[list[int]]]:
-    out: dict[str, list[list[int]]] = {}
-    for ask in asks:
-        if ask["name"] not in problems:
-            continue
-        out[ask["name"]] = [
-            list(index)
-            for index in cell_indices(list(ask["shape"]))
-            if parse_number(str(data.get(cell_field(ask["name"], index), ""))) is None
-        ]
-    return out
-
 
 # --- Exercise context shared by the exercise page and the review page --------------------
 
@@ -474,7 +360,7 @@ def playground_entry(data) -> dict[str, Any]:
         for i in range(rows):
             row = []
             for j in range(cols):
-                text = str(data.get(f"{name}-{i}-{j}", ""))
+                text = str(data.get(grid_cell_name(name, i, j), ""))
                 value = 0.0 if not text.strip() else parse_number(text)
                 if value is None:
                     text = text[:MAX_CELL_CHARS]
@@ -518,8 +404,8 @@ def _editors(entry: dict[str, Any]) -> list[dict[str, Any]]:
             cells = [
                 [
                     {
-                        "i": i,
-                        "j": j,
+                        "name": grid_cell_name(name, i, j),
+                        "label": cell_words(name, (i, j)),
                         "value": v if isinstance(v, str) else _plain(v),
                         "invalid": (i, j) in bad,
                     }

@@ -14,6 +14,8 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from exercises.cells import cell_name, cell_words, shape_words
+
 register = template.Library()
 
 
@@ -129,16 +131,10 @@ def is_matrix(value) -> bool:
     return isinstance(value, list) and bool(value) and isinstance(value[0], list)
 
 
-def _cell_name(part: str, index: tuple[int, ...]) -> str:
-    return "-".join(["answer", part, *(str(i) for i in index)])
-
-
-def _cell_label(part: str, index: tuple[int, ...]) -> str:
-    if len(index) == 2:
-        return f"{part} row {index[0] + 1} column {index[1] + 1}"
-    if len(index) == 1:
-        return f"{part} entry {index[0] + 1}"
-    return part
+@register.filter
+def answer_cell_name(part: str) -> str:
+    """The form field of a part answered in one input (a number or a choice)."""
+    return cell_name(part)
 
 
 # A text keyboard: phone decimal keypads (iOS's among them) may have no minus sign.
@@ -201,12 +197,12 @@ def answer_grid(
             state, mark = "wrong", CELL_MARKS["wrong"] if checked else ""
         else:
             state, mark = ("right", CELL_MARKS["right"]) if checked else ("", "")
-        label = _cell_label(part, index)
+        label = cell_words(part, index)
         mark_html = ""
         described = [describedby] if describedby else []
         if mark:
             name = f"follows from {follows_from}" if state == "follows" else state
-            mark_id = "mark-" + _cell_name(part, index)
+            mark_id = "mark-" + cell_name(part, index)
             mark_html = format_html(
                 '<span class="cell-mark" id="{}" role="img" aria-label="{}" title="{}">{}</span>',
                 mark_id,
@@ -220,8 +216,8 @@ def answer_grid(
             'name="{}" id="{}" value="{}" aria-label="{}"{}{}{}{}>{}</td>',
             state,
             NUMBER_INPUT_ATTRS,
-            _cell_name(part, index),
-            "id_" + _cell_name(part, index),
+            cell_name(part, index),
+            "id_" + cell_name(part, index),
             shown,
             label,
             mark_safe(' aria-invalid="true"') if bad and state != "follows" else "",
@@ -258,11 +254,4 @@ def answer_grid(
     )
 
 
-@register.filter
-def shape_words(shape) -> str:
-    shape = list(shape or [])
-    if not shape:
-        return "a number"
-    if len(shape) == 1:
-        return f"a vector of {shape[0]}"
-    return f"a {shape[0]} × {shape[1]} matrix"
+register.filter("shape_words", shape_words)
