@@ -22,6 +22,7 @@ from exercises import selectors, services
 from exercises.checking import AnswerError
 from exercises.kinds import ParamError, UnknownKindError
 from exercises.models import Exercise
+from exercises.playground import PlaygroundError, attention_playground
 from exercises.predictions import prediction_summary
 from exercises.presets import PRESETS, preset_question
 from exercises.serializers import (
@@ -267,8 +268,8 @@ class AttentionPlaygroundView(APIView):
         body = PlaygroundRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            result = services.attention_playground(**body.validated_data)
-        except services.PlaygroundError as exc:
+            result = attention_playground(**body.validated_data)
+        except PlaygroundError as exc:
             raise ValidationError(exc.errors) from None
         return Response(result)
 
@@ -304,7 +305,7 @@ class PlaygroundPredictionView(APIView):
             made, result = services.playground_prediction_record(
                 owner=request.user, preset=preset, answer=answer, at=timezone.now()
             )
-        except services.PlaygroundError as exc:
+        except PlaygroundError as exc:
             raise ValidationError(exc.errors) from None
         summary = prediction_summary({"name": preset}, made.answer, made.expected, made.correct)
         data = {

@@ -16,16 +16,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from exercises.kinds import KINDS
+from exercises.playground import PLAYGROUND_MAX, PLAYGROUND_MAX_ABS
 from exercises.predictions import first_prediction
 from exercises.presets import PRESETS, prediction_choices
-from exercises.services import (
-    PLAYGROUND_MAX,
-    attempts_summary,
-    prediction_state,
-    solution_if_revealed,
-)
-
-PLAYGROUND_MAX_ABS = 1e6
+from exercises.services import attempts_summary, prediction_state, solution_if_revealed
 
 ANY_JSON: dict[str, Any] = {}
 NUMBER_GRID = {

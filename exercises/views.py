@@ -1,4 +1,4 @@
-"""Server-rendered exercise pages and the attention playground.
+"""Server-rendered exercise pages and the attention playground page.
 
 Answers arrive as one text input per cell, named as ``exercises.cells`` says. Cells
 that do not parse are reported next to the grid and use no attempt. Submissions are
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -26,6 +25,7 @@ from exercises.cells import invalid_cells as invalid_cells
 from exercises.cells import parse_answer_cells as parse_answer_cells
 from exercises.kinds import KINDS, ParamError, UnknownKindError
 from exercises.models import Attempt, Exercise
+from exercises.playground import PlaygroundError, as_matrices, attention_playground, scores_caption
 from exercises.presets import DEFAULT_PRESET, PRESETS, preset_question
 
 # --- Exercise context shared by the exercise page and the review page --------------------
@@ -441,17 +441,14 @@ def playground(request: HttpRequest) -> HttpResponse:
     errors = list(entry["errors"])
     result = None
     if not errors:
-        arrays = {k: np.asarray(v, dtype=float) for k, v in entry["matrices"].items()}
         try:
-            result = services.attention_playground(
-                **arrays, mask="causal" if entry["causal"] else "none", scale=entry["scale"]
+            result = attention_playground(
+                **as_matrices(entry["matrices"]),
+                mask="causal" if entry["causal"] else "none",
+                scale=entry["scale"],
             )
-        except services.PlaygroundError as exc:
-            errors = [
-                msg if field == "non_field_errors" else f"{field}: {msg}"
-                for field, msgs in exc.errors.items()
-                for msg in msgs
-            ]
+        except PlaygroundError as exc:
+            errors = exc.lines()
     tokens = entry["tokens"]
     context = {
         "entry": entry,
@@ -461,9 +458,7 @@ def playground(request: HttpRequest) -> HttpResponse:
         "max_grid": MAX_GRID,
         "errors": errors,
         "result": result,
-        "scores_caption": "Scores Q Kᵀ / √dₖ (before the mask)"
-        if entry["scale"]
-        else "Scores Q Kᵀ (unscaled, before the mask)",
+        "scores_caption": scores_caption(entry["scale"]),
         "query_labels": tokens[: len(result["Q"])] if result else tokens,
         "key_labels": tokens[: len(result["K"])] if result else tokens,
         "prediction": preset_question(entry["preset"]) if entry["preset"] else None,
