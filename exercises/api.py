@@ -1,4 +1,5 @@
-"""The exercise API and the attention playground: parse, call one service or selector, serialize."""
+"""The exercise API and the attention playground: parse, call one service, selector or
+the playground's computation, serialize."""
 
 from __future__ import annotations
 
@@ -52,12 +53,14 @@ class NonFiniteJSONParser(JSONParser):
 ID_PARAM = OpenApiParameter(
     "exercise_id", int, OpenApiParameter.PATH, description="The exercise's id."
 )
-BIGINT_MAX = 2**63 - 1
+BIGINT_MAX = 2**63 - 1  # the largest id a bigint primary key holds
 
 
-def exercise_pk(raw) -> int:
+def exercise_pk(raw: str | int) -> int:
     """The path's id as an int; one no row can have is a 404 (the database would overflow)."""
-    if len(str(raw).lstrip("-0")) > 19:  # beyond any bigint, and beyond what int() accepts
+    # More than 19 significant digits is beyond any bigint; checking the length first also
+    # keeps a path of thousands of digits away from int(), which refuses over 4300 of them.
+    if len(str(raw).lstrip("-0")) > len(str(BIGINT_MAX)):
         raise NotFound()
     pk = int(raw)
     if not 1 <= pk <= BIGINT_MAX:

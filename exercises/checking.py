@@ -240,6 +240,7 @@ class CheckResult:
 
 
 def describe_shape(shape: Sequence[int]) -> str:
+    """The JSON a part of ``shape`` takes, for the API's messages (pages use ``cells.shape_words``)."""
     if not shape:
         return "a number (shape [])"
     if len(shape) == 1:

@@ -302,12 +302,6 @@ def prediction_state(ask: dict[str, Any], made: Prediction | None) -> dict[str, 
     return {"part": ask["name"], "answer": made.answer, "created_at": made.created_at}
 
 
-def exercises_purge_stale(*, older_than: datetime) -> int:
-    """Delete never-attempted exercises created before ``older_than``; returns how many."""
-    _, per_model = Exercise.objects.filter(attempts_used=0, created_at__lt=older_than).delete()
-    return per_model.get(Exercise._meta.label, 0)
-
-
 # --- Predictions in the playground ---------------------------------------------------------
 
 

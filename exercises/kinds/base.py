@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -160,10 +160,6 @@ class Generated:
     atol: float = DEFAULT_ATOL
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
 
-    @property
-    def tolerance(self) -> dict[str, float]:
-        return {"rtol": self.rtol, "atol": self.atol}
-
 
 class ExerciseKind:
     """Base class. Subclasses set the class attributes and implement ``generate``.
@@ -312,14 +308,6 @@ def as_json(a: np.ndarray | float) -> Any:
     return np.round(arr, 12).tolist()
 
 
-def shape_words(shape: list[int] | tuple[int, ...]) -> str:
-    if not shape:
-        return "a number"
-    if len(shape) == 1:
-        return f"a vector of {shape[0]}"
-    return f"a {shape[0]}×{shape[1]} matrix"
-
-
 def _num(x: float) -> str:
     if float(x).is_integer():
         return str(int(x))
@@ -339,12 +327,3 @@ def tex_matrix(a: Any) -> str:
 def tex_vector(v: Any) -> str:
     vals = v.tolist() if isinstance(v, np.ndarray) else v
     return "(" + ", ".join(_num(x) for x in vals) + ")"
-
-
-@dataclass
-class Ask:
-    name: str
-    shape: list[int] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "shape": list(self.shape)}

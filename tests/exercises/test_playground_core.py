@@ -45,7 +45,11 @@ def test_direct_inputs_carry_no_projection():
         ({**LESSON, "W_K": np.ones((2, 2))}, "W_K", "Expected 3 rows"),
         ({**LESSON, "W_K": np.ones((3, 3))}, "W_K", "Expected 2 columns like W_Q"),
         ({"Q": np.ones((2, 2)), "K": np.ones((2, 3)), "V": np.ones((2, 1))}, "K", "columns"),
-        ({"Q": np.ones((2, 2)), "K": np.ones((2, 2)), "V": np.ones((3, 1))}, "V", "Expected 2 rows"),
+        (
+            {"Q": np.ones((2, 2)), "K": np.ones((2, 2)), "V": np.ones((3, 1))},
+            "V",
+            "Expected 2 rows",
+        ),
         ({**LESSON, "mask": np.ones((2, 3), dtype=bool)}, "mask", "3×3 boolean matrix"),
         ({**LESSON, "mask": np.ones((3, 3), dtype=bool)}, "mask", "Every key is blocked"),
         ({"X": np.eye(2)}, "non_field_errors", "Give either"),
