@@ -3,7 +3,7 @@ the playground's computation, serialize."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.utils import timezone
 from drf_spectacular.utils import (
@@ -233,7 +233,10 @@ class PredictionConflict(ValidationError):
 
     def __init__(self, exc: services.PredictionRequired | services.PredictionAlreadyMade):
         super().__init__()
-        self.detail = {"detail": exc.message, "answers": {p: [m] for p, m in exc.errors.items()}}
+        # A body of plain JSON, rendered as given (the stubs type ``detail`` as DRF's own).
+        self.detail = cast(
+            Any, {"detail": exc.message, "answers": {p: [m] for p, m in exc.errors.items()}}
+        )
 
 
 class ExerciseClosedConflict(ValidationError):
@@ -242,12 +245,13 @@ class ExerciseClosedConflict(ValidationError):
     def __init__(self, closed: services.ExerciseClosed):
         super().__init__()
         exercise = closed.exercise
-        self.detail = {
+        body = {
             "detail": str(closed),
             "solved": exercise.solved,
             "attempts": services.attempts_summary(exercise),
             "solution": services.solution_if_revealed(exercise),
         }
+        self.detail = cast(Any, body)  # plain JSON, as PredictionConflict's
 
 
 class AttentionPlaygroundView(APIView):

@@ -349,7 +349,8 @@ def validate_answers(asks: Sequence[Mapping[str, Any]], answers: Any) -> dict[st
 
 
 def _within(given: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> np.ndarray:
-    return np.abs(given - expected) <= atol + rtol * np.abs(expected)
+    close: np.ndarray = np.abs(given - expected) <= atol + rtol * np.abs(expected)
+    return close
 
 
 def _exact_int(value: Any) -> int | None:
@@ -385,7 +386,8 @@ def _cells_ok(
     e = np.asarray(expected, dtype=float)
     if g.shape != e.shape:
         return np.zeros(e.shape, dtype=bool)
-    return np.abs(g - e) <= atol + rtol * np.abs(e) + slack
+    close: np.ndarray = np.abs(g - e) <= atol + rtol * np.abs(e) + slack
+    return close
 
 
 def _resolve_kind(kind: Any) -> Any:
@@ -401,17 +403,20 @@ def _resolve_kind(kind: Any) -> Any:
 _RECOMPUTE_ERRORS = (ValueError, KeyError, TypeError, IndexError, ZeroDivisionError, OverflowError)
 
 
-def _follow_on(kind, inputs, given, recipe=None) -> dict[str, Any]:
+def _follow_on(
+    kind: Any, inputs: Any, given: Mapping[str, Any], recipe: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     if kind is None or inputs is None:
         return {}
     try:
         with np.errstate(all="ignore"):
-            return kind.follow_on(inputs, given, recipe)
+            follows: dict[str, Any] = kind.follow_on(inputs, given, recipe)
+            return follows
     except _RECOMPUTE_ERRORS:
         return {}
 
 
-def _wrong_message(exact: bool, shape, cells: int, right: int) -> str:
+def _wrong_message(exact: bool, shape: Sequence[int], cells: int, right: int) -> str:
     if exact:
         if shape:
             return f"{cells - right} of {cells} entries are not the exact whole number expected."
@@ -560,7 +565,17 @@ def check_answers(
     )
 
 
-def _diagnose(kind, inputs, asks, solution, given, parts, step, rtol, atol):
+def _diagnose(
+    kind: Any,
+    inputs: Any,
+    asks: Sequence[Mapping[str, Any]],
+    solution: Mapping[str, Any],
+    given: Mapping[str, Any],
+    parts: dict[str, PartResult],
+    step: str,
+    rtol: float,
+    atol: float,
+) -> list[dict[str, Any]]:
     """The kind's mistakes that explain the first wrong step ``step``.
 
     A mistake explains it when the learner's part matches that step done the mistaken way
@@ -575,13 +590,13 @@ def _diagnose(kind, inputs, asks, solution, given, parts, step, rtol, atol):
     floats = {name: np.asarray(value, dtype=float) for name, value in given.items()}
     right_follow = _follow_on(kind, inputs, floats).get(step)
 
-    def matches(alt, slack=0.0) -> bool:
+    def matches(alt: Any, slack: Any = 0.0) -> bool:
         alt = _cells(ask_of[step], alt)
         return bool(
             _cells_ok(given[step], alt, exact=exact, rtol=rtol, atol=atol, slack=slack).all()
         )
 
-    def same(name, a, b) -> bool:
+    def same(name: str, a: Any, b: Any) -> bool:
         return bool(
             _cells_ok(
                 _cells(ask_of[name], a),

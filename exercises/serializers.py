@@ -16,6 +16,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from exercises.kinds import KINDS
+from exercises.models import Exercise
 from exercises.playground import PLAYGROUND_MAX, PLAYGROUND_MAX_ABS
 from exercises.predictions import first_prediction
 from exercises.presets import PRESETS, prediction_choices
@@ -353,10 +354,12 @@ class ExerciseSerializer(serializers.Serializer):
         "or when the exercise asks none."
     )
 
-    def get_tolerance(self, obj) -> ToleranceSerializer:
+    @extend_schema_field(ToleranceSerializer)
+    def get_tolerance(self, obj: Exercise) -> dict[str, float]:
         return {"rtol": obj.rtol, "atol": obj.atol}
 
-    def get_attempts(self, obj) -> AttemptsSerializer:
+    @extend_schema_field(AttemptsSerializer)
+    def get_attempts(self, obj: Exercise) -> dict[str, int]:
         return attempts_summary(obj)
 
     @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": ANY_JSON})

@@ -16,6 +16,7 @@ own (``exercises.variants``), so no practice exercise reproduces it.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -77,7 +78,7 @@ def closed_error(exercise: Exercise) -> ExerciseClosed | None:
 class PredictionRequired(AnswerError):
     """The exercise asks a prediction first and none is recorded yet."""
 
-    def __init__(self, exercise: Exercise, ask: dict[str, Any]):
+    def __init__(self, exercise: Exercise, ask: Mapping[str, Any]):
         choices = ", ".join(repr(c) for c in ask["choices"])
         self.message = (
             f"Predict first: submit {{{ask['name']!r}: one of {choices}}} on its own; "
@@ -243,7 +244,7 @@ def attempt_submit(*, owner, exercise_id: int, answers: Any, at: datetime) -> Su
     result["attempt"] = attempt.number
     result["prediction"] = (
         None
-        if made is None
+        if made is None or ask is None
         else predictions.prediction_summary(ask, made.answer, made.expected, made.correct)
     )
     return SubmitOutcome(
@@ -252,7 +253,7 @@ def attempt_submit(*, owner, exercise_id: int, answers: Any, at: datetime) -> Su
 
 
 def _prediction_submit(
-    *, owner, exercise: Exercise, ask: dict[str, Any], answers: dict[str, Any], at: datetime
+    *, owner: Any, exercise: Exercise, ask: Mapping[str, Any], answers: dict[str, Any], at: datetime
 ) -> SubmitOutcome:
     """Record the prediction asked first: on its own, once, and without using an attempt."""
     name = ask["name"]
@@ -295,7 +296,7 @@ def _prediction_submit(
     return SubmitOutcome(result=result, first_attempt=False, exercise=exercise, attempt=None)
 
 
-def prediction_state(ask: dict[str, Any], made: Prediction | None) -> dict[str, Any] | None:
+def prediction_state(ask: Mapping[str, Any], made: Prediction | None) -> dict[str, Any] | None:
     """What an exercise shows of its prediction before the numbers: the choice committed to."""
     if made is None:
         return None

@@ -8,6 +8,7 @@ review-bound exercise, and ``exercises`` never imports ``cards``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.contrib import messages
@@ -254,9 +255,10 @@ def exercise_list(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"New exercise: {kind.title}.")
                 return redirect("exercise-page", pk=exercise.pk)
         status = 400
-    exercises = list(selectors.exercises_for_owner(owner=request.user)[:50])
-    for exercise in exercises:
-        exercise.title = getattr(KINDS.get(exercise.kind), "title", exercise.kind)
+    exercises = [
+        (exercise, getattr(KINDS.get(exercise.kind), "title", exercise.kind))
+        for exercise in selectors.exercises_for_owner(owner=request.user)[:50]
+    ]
     return render(
         request,
         "exercises/exercise_list.html",
@@ -339,40 +341,50 @@ def _grid_size(data, key: str, default: int, errors: list[str]) -> int:
     return value
 
 
-def playground_entry(data) -> dict[str, Any]:
+def _grid_cells(
+    data: Mapping[str, Any], name: str, rows: int, cols: int, errors: list[str]
+) -> tuple[list[list[float | str]], list[tuple[int, int]]]:
+    """One matrix editor's cells (an empty cell is 0) and the cells that hold no number;
+    each of those adds a message to ``errors`` and keeps its text, cut to length."""
+    grid: list[list[float | str]] = []
+    invalid: list[tuple[int, int]] = []
+    for i in range(rows):
+        row: list[float | str] = []
+        for j in range(cols):
+            text = str(data.get(grid_cell_name(name, i, j), ""))
+            value = 0.0 if not text.strip() else parse_number(text)
+            if value is None:
+                text = text[:MAX_CELL_CHARS]
+                errors.append(
+                    f"{name} row {i + 1}, column {j + 1}: expected a number, got {text!r}."
+                )
+                invalid.append((i, j))
+                row.append(text)
+            else:
+                row.append(value)
+        grid.append(row)
+    return grid, invalid
+
+
+def playground_entry(data: Mapping[str, Any]) -> dict[str, Any]:
     """The playground's state from its query string; a preset (default ``bag``) when none."""
-    if data.get("preset") in PRESETS or "mode" not in data:
-        return _preset_entry(
-            data.get("preset") if data.get("preset") in PRESETS else DEFAULT_PRESET
-        )
+    preset = str(data.get("preset", ""))
+    if preset in PRESETS or "mode" not in data:
+        return _preset_entry(preset if preset in PRESETS else DEFAULT_PRESET)
     errors: list[str] = []
     mode = data.get("mode")
     if mode not in MODES:
         errors.append(f"mode: expected 'qkv' or 'xw', got {mode!r}.")
         mode = "qkv"
     fallback = _preset_entry("bag" if mode == "xw" else "abc")["matrices"]
-    matrices: dict[str, list[list]] = {}
+    matrices: dict[str, list[list[float | str]]] = {}
     invalid: dict[str, list[tuple[int, int]]] = {}
     for name in MODES[mode]:
         rows = _grid_size(data, f"{name}-rows", len(fallback[name]), errors)
         cols = _grid_size(data, f"{name}-cols", len(fallback[name][0]), errors)
-        grid = []
-        for i in range(rows):
-            row = []
-            for j in range(cols):
-                text = str(data.get(grid_cell_name(name, i, j), ""))
-                value = 0.0 if not text.strip() else parse_number(text)
-                if value is None:
-                    text = text[:MAX_CELL_CHARS]
-                    errors.append(
-                        f"{name} row {i + 1}, column {j + 1}: expected a number, got {text!r}."
-                    )
-                    invalid.setdefault(name, []).append((i, j))
-                    row.append(text)
-                else:
-                    row.append(value)
-            grid.append(row)
-        matrices[name] = grid
+        matrices[name], bad = _grid_cells(data, name, rows, cols, errors)
+        if bad:
+            invalid[name] = bad
     tokens = [t.strip()[:40] for t in str(data.get("tokens", "")).split(",") if t.strip()][
         : MAX_GRID * 4
     ]
