@@ -48,7 +48,7 @@ def cell_words(part: str, index: Index = ()) -> str:
 
 
 def shape_words(shape: Sequence[int] | None) -> str:
-    """An asked part's shape in words: "a number", "a vector of 3", "a 2 × 3 matrix"."""
+    """An asked part's shape in words: "a number", "a vector of 3", "a 2 \N{MULTIPLICATION SIGN} 3 matrix"."""
     dims = list(shape or [])
     if not dims:
         return "a number"

@@ -172,7 +172,7 @@ MISTAKES: dict[str, Mistake] = {
         ),
         Mistake(
             "share_qk_only",
-            "This counts only Q K^T in the n×n part: A V costs another n² d multiply-adds.",
+            "This counts only Q K^T in the n\N{MULTIPLICATION SIGN}n part: A V costs another n² d multiply-adds.",
             {"cost": "qk_only"},
         ),
         Mistake(
@@ -245,7 +245,7 @@ def describe_shape(shape: Sequence[int]) -> str:
         return "a number (shape [])"
     if len(shape) == 1:
         return f"a list of {shape[0]} numbers (shape [{shape[0]}])"
-    return f"a {shape[0]}×{shape[1]} matrix: {shape[0]} rows of {shape[1]} numbers (shape [{shape[0]}, {shape[1]}])"
+    return f"a {shape[0]}\N{MULTIPLICATION SIGN}{shape[1]} matrix: {shape[0]} rows of {shape[1]} numbers (shape [{shape[0]}, {shape[1]}])"
 
 
 def _kind_of(value: Any) -> str:
@@ -510,7 +510,7 @@ def check_given(
     )
     if first_wrong is not None and kind is not None and inputs is not None:
         for label, other in kind.accepted_alternatives(inputs):
-            alt_parts, alt_wrong = mark(
+            alt_parts, _ = mark(
                 asks=asks,
                 solution=other,
                 given=given,

@@ -94,7 +94,7 @@ def _boolean(cell: Any) -> str | None:
 
 @extend_schema_field(NUMBER_GRID)
 class MatrixField(serializers.Field):
-    """A non-empty rectangular matrix of finite JSON numbers, at most 256×256."""
+    """A non-empty rectangular matrix of finite JSON numbers, at most 256 x 256."""
 
     def to_internal_value(self, data):
         return np.array(_rectangular(data, "matrix", _finite_number, "numbers"), dtype=float)
@@ -108,7 +108,7 @@ class MatrixField(serializers.Field):
         "oneOf": [{"type": "string", "enum": ["none", "causal"]}, BOOL_GRID],
         "default": "none",
         "description": (
-            '"none", "causal", or a boolean matrix (queries × keys) in which true means '
+            '"none", "causal", or a boolean matrix (queries \N{MULTIPLICATION SIGN} keys) in which true means '
             "blocked: that score becomes minus infinity before the softmax."
         ),
     }

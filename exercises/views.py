@@ -300,14 +300,15 @@ def exercise_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 MAX_GRID = 8  # the page edits small matrices; the API itself accepts up to 256
 MODES = {"qkv": ("Q", "K", "V"), "xw": ("X", "W_Q", "W_K", "W_V")}
+TIMES = "\N{MULTIPLICATION SIGN}"
 MATRIX_HELP = {
-    "Q": "(n_q × d_k) queries",
-    "K": "(n_k × d_k) keys",
-    "V": "(n_k × d_v) values",
-    "X": "(n × d_model) tokens",
-    "W_Q": "(d_model × d_k)",
-    "W_K": "(d_model × d_k)",
-    "W_V": "(d_model × d_v)",
+    "Q": f"(n_q {TIMES} d_k) queries",
+    "K": f"(n_k {TIMES} d_k) keys",
+    "V": f"(n_k {TIMES} d_v) values",
+    "X": f"(n {TIMES} d_model) tokens",
+    "W_Q": f"(d_model {TIMES} d_k)",
+    "W_K": f"(d_model {TIMES} d_k)",
+    "W_V": f"(d_model {TIMES} d_v)",
 }
 
 

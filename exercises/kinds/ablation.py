@@ -313,7 +313,7 @@ class AblationKind(ExerciseKind):
                 "the [CLS] row's attention weights, one row per input; (2) `p_with`: the "
                 f"probability; (3) `p_without`: the probability with token {h} masked as a "
                 r"key (its score becomes $-\infty$ in the [CLS] row, the other weights "
-                "renormalise, everything else stays); (4) `change` = `p_without` − `p_with`.",
+                "renormalise, everything else stays); (4) `change` = `p_without` \N{MINUS SIGN} `p_with`.",
                 f"(5) The verdict, by the lesson's rule: **reliance** when every input's "
                 f"|change| is at least {THRESHOLD} and all changes have the same sign (large "
                 "and consistent: evidence of reliance, not of causation); otherwise "

@@ -839,7 +839,7 @@ class MultiHeadKind(ExerciseKind):
     ) -> dict[str, np.ndarray] | None:
         X, Wq, Wk, Wv, Wo = _arrays(inputs, "X", "W_Q", "W_K", "W_V", "W_O")
         mask = np.asarray(inputs["mask"], dtype=bool)
-        h, cols = self._heads(inputs)
+        _, cols = self._heads(inputs)
         Q, K, V = X @ Wq, X @ Wk, X @ Wv
         out: dict[str, np.ndarray] = {}
         heads = []

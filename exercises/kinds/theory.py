@@ -397,10 +397,10 @@ class ScalingKind(ExerciseKind):
 
 
 def quadratic_share(n: int, d_model: int) -> float:
-    """Share of one layer's multiply-adds spent on the n×n part (batch 1, forward pass).
+    """Share of one layer's multiply-adds spent on the n x n part (batch 1, forward pass).
 
     Per token: the projections Q, K, V and W_O take 4 n d² and the 4x feed-forward 8 n d²,
-    so 12 n d². The n×n part: Q K^T and A V take n² d each, so 2 n² d. The share is
+    so 12 n d². The n x n part: Q K^T and A V take n² d each, so 2 n² d. The share is
     2n²d / (2n²d + 12nd²) = n / (n + 6d), one half at n = 6 d.
     """
     return n / (n + 6 * d_model)
@@ -415,7 +415,7 @@ class CostKind(ExerciseKind):
     title = "The cost of attention"
     description = (
         "Count score-matrix entries and their memory, the parameters of a layer, and the "
-        "share of a layer's compute spent on the n×n part."
+        "share of a layer's compute spent on the n\N{MULTIPLICATION SIGN}n part."
     )
     params: ClassVar[dict[str, ParamSpec]] = {
         "n": ParamSpec("int", 4096, "Context length in tokens.", 1, 1_048_576),

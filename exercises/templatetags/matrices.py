@@ -28,11 +28,11 @@ def fmt(value, decimals: int = 3) -> str:
         return str(value)  # counts in full, however large
     number = float(value)
     if math.isinf(number):
-        return "−∞" if number < 0 else "∞"
+        return "\N{MINUS SIGN}∞" if number < 0 else "∞"
     if number.is_integer() and abs(number) < 1e12:
         return str(int(number))
     text = f"{number:.{decimals}f}"
-    return "0" if text.strip("-0.") == "" else text.replace("-", "−")
+    return "0" if text.strip("-0.") == "" else text.replace("-", "\N{MINUS SIGN}")
 
 
 def heat_style(value) -> str:
