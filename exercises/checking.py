@@ -304,6 +304,27 @@ def _transposed_hint(value: Any, shape: Sequence[int]) -> str:
     return ""
 
 
+def _expected_words(ask: Mapping[str, Any]) -> str:
+    if ask.get("choices"):
+        return describe_choices(ask["choices"])
+    return describe_shape(ask["shape"])
+
+
+def _parsed_part(ask: Mapping[str, Any], value: Any) -> np.ndarray:
+    """One part's answer as an array of its shape (a choice as its index); ValueError says
+    what is wrong, in the words of the part's message."""
+    if ask.get("choices"):
+        return choice_index(ask["choices"], value)
+    shape = ask["shape"]
+    try:
+        flat = parse_answer(value, shape)
+    except ValueError as exc:
+        raise ValueError(
+            f"Expected {describe_shape(shape)}: {exc}.{_transposed_hint(value, shape)}"
+        ) from None
+    return np.array(flat, dtype=float).reshape(shape)
+
+
 def validate_answers(asks: Sequence[Mapping[str, Any]], answers: Any) -> dict[str, np.ndarray]:
     """Every asked part present, nothing else, each a finite number array of its shape."""
     if not isinstance(answers, Mapping):
@@ -320,29 +341,15 @@ def validate_answers(asks: Sequence[Mapping[str, Any]], answers: Any) -> dict[st
                 f"Unknown part {name!r}; this exercise asks for: {', '.join(shapes)}."
             )
     parsed: dict[str, np.ndarray] = {}
-    choices = {ask["name"]: ask["choices"] for ask in asks if ask.get("choices")}
-    for name, shape in shapes.items():
-        if name in choices:
-            if name not in answers:
-                errors[name] = f"Missing; expected {describe_choices(choices[name])}."
-                continue
-            try:
-                parsed[name] = choice_index(choices[name], answers[name])
-            except ValueError as exc:
-                errors[name] = str(exc)
-            continue
+    for ask in asks:
+        name = ask["name"]
         if name not in answers:
-            errors[name] = f"Missing; expected {describe_shape(shape)}."
+            errors[name] = f"Missing; expected {_expected_words(ask)}."
             continue
-        value = answers[name]
         try:
-            flat = parse_answer(value, shape)
+            parsed[name] = _parsed_part(ask, answers[name])
         except ValueError as exc:
-            errors[name] = (
-                f"Expected {describe_shape(shape)}: {exc}.{_transposed_hint(value, shape)}"
-            )
-            continue
-        parsed[name] = np.array(flat, dtype=float).reshape(shape)
+            errors[name] = str(exc)
     if errors:
         raise AnswerError(errors)
     return parsed
@@ -426,6 +433,33 @@ def _wrong_message(exact: bool, shape: Sequence[int], cells: int, right: int) ->
     return "Not within the tolerance of the expected value."
 
 
+def _against_own(
+    ask: Mapping[str, Any],
+    value: Any,
+    follow: Any,
+    parts: Mapping[str, PartResult],
+    floats: Mapping[str, np.ndarray],
+    ok: np.ndarray,
+    rtol: float,
+    atol: float,
+) -> tuple[np.ndarray, bool]:
+    """A part checked against what follows from the learner's earlier parts (``follow``):
+    the cells now accepted, and whether the whole part follows from wrong earlier parts."""
+    own = _cells_ok(
+        value,
+        _cells(ask, follow.value),
+        exact=bool(ask.get("exact")),
+        rtol=rtol,
+        atol=atol,
+        slack=follow.slack,
+    )
+    if all(parts[u].correct for u in follow.uses):
+        return ok | own, False  # right from right earlier parts: their rounding is carried
+    # An earlier step left at zero is no step to follow from: all-zero weights give an
+    # all-zero output, which earns nothing.
+    return ok, bool(own.all() and any(np.any(floats[u]) for u in follow.uses))
+
+
 def mark(
     *,
     asks: Sequence[Mapping[str, Any]],
@@ -452,20 +486,7 @@ def mark(
         follow = follows.get(name)
         follows_part = False
         if not ok.all() and follow is not None and all(u in parts for u in follow.uses):
-            own = _cells_ok(
-                given[name],
-                _cells(ask, follow.value),
-                exact=exact,
-                rtol=rtol,
-                atol=atol,
-                slack=follow.slack,
-            )
-            if all(parts[u].correct for u in follow.uses):
-                ok = ok | own  # right from right earlier parts: their rounding is carried
-            elif own.all() and any(np.any(floats[u]) for u in follow.uses):
-                # An earlier step left at zero is no step to follow from: all-zero weights
-                # give an all-zero output, which earns nothing.
-                follows_part = True
+            ok, follows_part = _against_own(ask, given[name], follow, parts, floats, ok, rtol, atol)
         cells = ok.size
         right = int(ok.sum())
         if right == cells:
@@ -565,6 +586,25 @@ def check_answers(
     )
 
 
+def _answers_under(kind: Any, inputs: Any, recipe: Mapping[str, Any]) -> Any:
+    """The kind's whole mistaken chain, or None where it cannot be recomputed."""
+    try:
+        with np.errstate(all="ignore"):
+            return kind.answers_under(inputs, recipe)
+    except _RECOMPUTE_ERRORS:
+        return None
+
+
+def _agree(
+    ask: Mapping[str, Any], cells: Any, alt: Any, rtol: float, atol: float, slack: Any = 0.0
+) -> bool:
+    """Every cell of ``cells`` (already in the part's cell form) matches ``alt``."""
+    ok = _cells_ok(
+        cells, _cells(ask, alt), exact=bool(ask.get("exact")), rtol=rtol, atol=atol, slack=slack
+    )
+    return bool(ok.all())
+
+
 def _diagnose(
     kind: Any,
     inputs: Any,
@@ -583,29 +623,17 @@ def _diagnose(
     mistaken chain whose earlier asked parts also match the learner's; and the mistake
     changes the step at all.
     """
-    exact_of = {a["name"]: bool(a.get("exact")) for a in asks}
     ask_of = {a["name"]: a for a in asks}
-    exact = exact_of[step]
-    earlier = [a["name"] for a in asks][: [a["name"] for a in asks].index(step)]
+    names = list(ask_of)
+    earlier = names[: names.index(step)]
     floats = {name: np.asarray(value, dtype=float) for name, value in given.items()}
     right_follow = _follow_on(kind, inputs, floats).get(step)
 
     def matches(alt: Any, slack: Any = 0.0) -> bool:
-        alt = _cells(ask_of[step], alt)
-        return bool(
-            _cells_ok(given[step], alt, exact=exact, rtol=rtol, atol=atol, slack=slack).all()
-        )
+        return _agree(ask_of[step], given[step], alt, rtol, atol, slack)
 
     def same(name: str, a: Any, b: Any) -> bool:
-        return bool(
-            _cells_ok(
-                _cells(ask_of[name], a),
-                _cells(ask_of[name], b),
-                exact=exact_of[name],
-                rtol=rtol,
-                atol=atol,
-            ).all()
-        )
+        return _agree(ask_of[name], _cells(ask_of[name], a), b, rtol, atol)
 
     found: list[dict[str, Any]] = []
     for code in kind.mistakes:
@@ -620,11 +648,7 @@ def _diagnose(
         ):
             explained = matches(follow.value, follow.slack)
         if not explained:
-            try:
-                with np.errstate(all="ignore"):
-                    chain = kind.answers_under(inputs, mistake.recipe)
-            except _RECOMPUTE_ERRORS:
-                chain = None
+            chain = _answers_under(kind, inputs, mistake.recipe)
             explained = bool(
                 chain
                 and step in chain

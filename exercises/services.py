@@ -26,7 +26,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from exercises import predictions, presets
-from exercises.checking import AnswerError, check_answers, choice_index
+from exercises.checking import AnswerError, CheckResult, check_answers, choice_index
 from exercises.kinds import SEED_MAX, ParamError, get_kind
 from exercises.models import Attempt, Exercise, Prediction
 from exercises.playground import PlaygroundError, preset_playground
@@ -217,30 +217,7 @@ def attempt_submit(*, owner, exercise_id: int, answers: Any, at: datetime) -> Su
         inputs=exercise.inputs,
         kind=exercise.kind,
     )
-    changes: dict[str, Any] = {"attempts_used": F("attempts_used") + 1, "last_attempt_at": at}
-    if checked.correct:
-        changes["solved"] = True
-    with transaction.atomic():
-        claimed = Exercise.objects.filter(
-            pk=exercise.pk, solved=False, attempts_used__lt=F("max_attempts")
-        ).update(**changes)
-        if not claimed:
-            exercise.refresh_from_db(fields=["attempts_used", "solved"])
-            raise closed_error(exercise) or AttemptsExhausted(exercise)
-        # The UPDATE holds the row until commit, so this reads our own increment.
-        exercise.refresh_from_db(fields=["attempts_used", "solved", "last_attempt_at"])
-        result = checked.as_dict()
-        result["attempts"] = attempts_summary(exercise)
-        result["solved"] = exercise.solved
-        result["solution"] = solution_if_revealed(exercise)
-        attempt = Attempt.objects.create(
-            exercise=exercise,
-            number=exercise.attempts_used,
-            answers=answers,
-            correct=checked.correct,
-            score=checked.score,
-            result=result,
-        )
+    result, attempt = _attempt_record(exercise=exercise, answers=answers, checked=checked, at=at)
     result["attempt"] = attempt.number
     result["prediction"] = (
         None
@@ -250,6 +227,37 @@ def attempt_submit(*, owner, exercise_id: int, answers: Any, at: datetime) -> Su
     return SubmitOutcome(
         result=result, first_attempt=attempt.number == 1, exercise=exercise, attempt=attempt
     )
+
+
+@transaction.atomic
+def _attempt_record(
+    *, exercise: Exercise, answers: Any, checked: CheckResult, at: datetime
+) -> tuple[dict[str, Any], Attempt]:
+    """Claim one attempt of the open ``exercise`` and store it with its result."""
+    changes: dict[str, Any] = {"attempts_used": F("attempts_used") + 1, "last_attempt_at": at}
+    if checked.correct:
+        changes["solved"] = True
+    claimed = Exercise.objects.filter(
+        pk=exercise.pk, solved=False, attempts_used__lt=F("max_attempts")
+    ).update(**changes)
+    if not claimed:
+        exercise.refresh_from_db(fields=["attempts_used", "solved"])
+        raise closed_error(exercise) or AttemptsExhausted(exercise)
+    # The UPDATE holds the row until commit, so this reads our own increment.
+    exercise.refresh_from_db(fields=["attempts_used", "solved", "last_attempt_at"])
+    result = checked.as_dict()
+    result["attempts"] = attempts_summary(exercise)
+    result["solved"] = exercise.solved
+    result["solution"] = solution_if_revealed(exercise)
+    attempt = Attempt.objects.create(
+        exercise=exercise,
+        number=exercise.attempts_used,
+        answers=answers,
+        correct=checked.correct,
+        score=checked.score,
+        result=result,
+    )
+    return result, attempt
 
 
 def _prediction_submit(

@@ -80,38 +80,77 @@ def exercise_context(
     result = last.result if last else None
     solution = services.solution_if_revealed(exercise)
     prediction = _prediction_context(exercise, last, problems, typed)
-    parts = []
-    for ask in predictions.numeric_asks(exercise.asks):
-        name = ask["name"]
-        verdict = (result or {}).get("parts", {}).get(name) if not problems else None
-        if typed is not None:
-            values = typed.get(name)
-        elif last is not None:
-            values = last.answers.get(name)
-        else:
-            values = None
-        # Each diagnosis once, at its (first) step.
-        diagnosis = [
-            d for d in (result or {}).get("diagnosis", []) if d.get("parts", [None])[0] == name
-        ]
-        parts.append(
-            {
-                "name": name,
-                "shape": ask["shape"],
-                "values": values,
-                "verdict": verdict,
-                "follows": bool((verdict or {}).get("follows")),
-                "follows_from": (verdict or {}).get("follows_from") or "your earlier answers",
-                "diagnosis": diagnosis if not problems else [],
-                "wrong_cells": (verdict or {}).get("wrong_cells", []),
-                "problems": (problems or {}).get(name, []),
-                "invalid_cells": (invalid or {}).get(name, []),
-                "solution": solution.get(name) if solution else None,
-                "choices": ask.get("choices"),
-            }
-        )
+    parts = [
+        _part_context(ask, last, result, solution, typed, problems, invalid)
+        for ask in predictions.numeric_asks(exercise.asks)
+    ]
     labels = token_labels(exercise)
-    weights_map = None
+    weights_map = _weights_map(exercise, solution, last, labels)
+    remaining = max(exercise.max_attempts - exercise.attempts_used, 0)
+    closed = services.closed_error(exercise)
+    return {
+        "exercise": exercise,
+        "kind": KINDS.get(exercise.kind),
+        "inputs": input_items(exercise),
+        "parts": parts,
+        "result": None if problems else result,
+        "problems": problems or {},
+        "solution": solution,
+        "remaining": remaining,
+        "closed": closed is not None,
+        "weights_map": weights_map,
+        "labels": labels,
+        "submit_url": submit_url,
+        "prediction": prediction,
+        "numbers_open": prediction is None or prediction["made"] is not None,
+    }
+
+
+def _part_context(
+    ask: Mapping[str, Any],
+    last: Attempt | None,
+    result: dict[str, Any] | None,
+    solution: dict[str, Any] | None,
+    typed: dict[str, Any] | None,
+    problems: dict[str, Any] | None,
+    invalid: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """One numeric part on the page: its grid, what was typed or submitted, its verdict."""
+    name = ask["name"]
+    verdict = (result or {}).get("parts", {}).get(name) if not problems else None
+    if typed is not None:
+        values = typed.get(name)
+    elif last is not None:
+        values = last.answers.get(name)
+    else:
+        values = None
+    # Each diagnosis once, at its (first) step.
+    diagnosis = [
+        d for d in (result or {}).get("diagnosis", []) if d.get("parts", [None])[0] == name
+    ]
+    return {
+        "name": name,
+        "shape": ask["shape"],
+        "values": values,
+        "verdict": verdict,
+        "follows": bool((verdict or {}).get("follows")),
+        "follows_from": (verdict or {}).get("follows_from") or "your earlier answers",
+        "diagnosis": diagnosis if not problems else [],
+        "wrong_cells": (verdict or {}).get("wrong_cells", []),
+        "problems": (problems or {}).get(name, []),
+        "invalid_cells": (invalid or {}).get(name, []),
+        "solution": solution.get(name) if solution else None,
+        "choices": ask.get("choices"),
+    }
+
+
+def _weights_map(
+    exercise: Exercise,
+    solution: dict[str, Any] | None,
+    last: Attempt | None,
+    labels: list[str] | None,
+) -> dict[str, Any] | None:
+    """The heat map of the expected weights (once revealed), else of the learner's."""
     for source, caption in (
         (solution, "Expected weights"),
         (last.answers if last else None, "Your weights"),
@@ -135,25 +174,8 @@ def exercise_context(
                     explain="Rows are inputs (the [CLS] query's weights in each), columns are "
                     "tokens as keys",
                 )
-            break
-    remaining = max(exercise.max_attempts - exercise.attempts_used, 0)
-    closed = services.closed_error(exercise)
-    return {
-        "exercise": exercise,
-        "kind": KINDS.get(exercise.kind),
-        "inputs": input_items(exercise),
-        "parts": parts,
-        "result": None if problems else result,
-        "problems": problems or {},
-        "solution": solution,
-        "remaining": remaining,
-        "closed": closed is not None,
-        "weights_map": weights_map,
-        "labels": labels,
-        "submit_url": submit_url,
-        "prediction": prediction,
-        "numbers_open": prediction is None or prediction["made"] is not None,
-    }
+            return weights_map
+    return None
 
 
 def _prediction_context(exercise: Exercise, last, problems, typed) -> dict[str, Any] | None:

@@ -490,18 +490,19 @@ class ProjectionKind(ExerciseKind):
     def params_rules(self) -> list[dict[str, Any]]:
         return [scale_width_rule("d_k", preset=["lesson"])]
 
-    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
+    @staticmethod
+    def _draw(
+        params: dict[str, Any], rng: np.random.Generator
+    ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray], list[str] | None, str]:
+        """``(X, (W_Q, W_K, W_V), tokens, lead)``: the lesson's tokens, or drawn ones."""
         n, d_model, d_k = params["n"], params["d_model"], params["d_k"]
-        tokens = None
         if params["preset"] == "lesson":
-            Wq, Wk, Wv = LESSON_W_Q, LESSON_W_K, LESSON_W_V
             order = [0, 1, 2]
             if params["vary"]:
                 # Another sequence of the lesson's tokens for every variant, never one token thrice.
                 order = rng.integers(0, 3, size=3).tolist()
                 while len(set(order)) < 2:
                     order = rng.integers(0, 3, size=3).tolist()
-            Xi = LESSON_X.astype(int)[order]
             tokens = [LESSON_TOKENS[i] for i in order]
             lead = (
                 "The lesson's tokens *bag*, *delayed* and *refund* are the one-hot vectors "
@@ -509,14 +510,18 @@ class ProjectionKind(ExerciseKind):
                 f"The sequence *{' '.join(tokens)}* is $X$, one row per token, so each "
                 "token's query is its row of $W_Q$."
             )
+            return LESSON_X.astype(int)[order], (LESSON_W_Q, LESSON_W_K, LESSON_W_V), tokens, lead
+        if params["x"] == "one_hot":
+            Xi = np.eye(d_model, dtype=int)[rng.integers(0, d_model, size=n)]
         else:
-            if params["x"] == "one_hot":
-                Xi = np.eye(d_model, dtype=int)[rng.integers(0, d_model, size=n)]
-            else:
-                Xi = rng.integers(0, 3, size=(n, d_model))
-            W = rng.integers(-1, 3, size=(3, d_model, d_k))
-            Wq, Wk, Wv = W[0], W[1], W[2]
-            lead = f"{n} tokens are the rows of $X$ ($d_{{model}} = {d_model}$)."
+            Xi = rng.integers(0, 3, size=(n, d_model))
+        W = rng.integers(-1, 3, size=(3, d_model, d_k))
+        lead = f"{n} tokens are the rows of $X$ ($d_{{model}} = {d_model}$)."
+        return Xi, (W[0], W[1], W[2]), None, lead
+
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
+        n, d_k = params["n"], params["d_k"]
+        Xi, (Wq, Wk, Wv), tokens, lead = self._draw(params, rng)
         mask = causal(n) if params["mask"] == "causal" else np.zeros((n, n), dtype=bool)
         Q, K, V = engine.project(
             Xi.astype(float), Wq.astype(float), Wk.astype(float), Wv.astype(float)

@@ -103,24 +103,28 @@ class ParamSpec:
                     return value
             options = ", ".join(repr(c) for c in self.choices or ())
             raise ParamError(name, f"Expected one of {options}, got {value!r}.")
+        return self._clean_number(name, value)
+
+    def _clean_number(self, name: str, value: Any) -> int | float:
+        """An int or float parameter: its type, then its range and step."""
+        number: int | float
         if self.type == "int":
-            if type(value) is float and value.is_integer():
-                value = int(value)
-            if type(value) is not int:
+            number = int(value) if type(value) is float and value.is_integer() else value
+            if type(number) is not int:
                 raise ParamError(name, f"Expected an integer, got {value!r}.")
         else:
             if type(value) not in (int, float) or not math.isfinite(value):
                 raise ParamError(name, f"Expected a finite number, got {value!r}.")
-            value = float(value)
-        if (self.min is not None and value < self.min) or (
-            self.max is not None and value > self.max
+            number = float(value)
+        if (self.min is not None and number < self.min) or (
+            self.max is not None and number > self.max
         ):
             raise ParamError(
-                name, f"Expected a value from {self.min} to {self.max}, got {value!r}."
+                name, f"Expected a value from {self.min} to {self.max}, got {number!r}."
             )
-        if self.multiple_of and value % self.multiple_of:
-            raise ParamError(name, f"Expected a multiple of {self.multiple_of}, got {value!r}.")
-        return value
+        if self.multiple_of and number % self.multiple_of:
+            raise ParamError(name, f"Expected a multiple of {self.multiple_of}, got {number!r}.")
+        return number
 
 
 SEED_SPEC = ParamSpec(
