@@ -1,3 +1,4 @@
+# One module on purpose: marking, follow-on credit and the diagnosis share the cell checks.
 """Checking a learner's answers against an exercise's solution, with a diagnosis.
 
 Pure: no Django. A cell is right when ``|given - expected| <= atol + rtol * |expected|``.

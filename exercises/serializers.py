@@ -1,3 +1,4 @@
+# One module on purpose: every request and response shape of the exercise API, as the house layout keeps them.
 """Request parsing and response shapes of the exercise API and the attention playground.
 
 Numbers are JSON numbers only: a boolean or a numeric string where a number belongs is

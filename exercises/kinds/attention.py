@@ -1,3 +1,4 @@
+# One module on purpose: the attention kinds share the recipes (scores, weights, mix) above them.
 """Kinds computed through one or several attention heads.
 
 Mask convention (the seeds' ``np.triu(..., k=1)``): ``mask[i, j]`` True means query i

@@ -1,3 +1,4 @@
+# One module on purpose: the theory kinds are small and read best side by side.
 """Kinds about shapes, positions, the sqrt(d_k) scale and cost: small formulas, no matrices to mix."""
 
 from __future__ import annotations
