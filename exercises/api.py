@@ -1,8 +1,9 @@
-"""The exercise API and the attention playground: parse, call one service or selector, serialize."""
+"""The exercise API and the attention playground: parse, call one service, selector or
+the playground's computation, serialize."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.utils import timezone
 from drf_spectacular.utils import (
@@ -22,6 +23,7 @@ from exercises import selectors, services
 from exercises.checking import AnswerError
 from exercises.kinds import ParamError, UnknownKindError
 from exercises.models import Exercise
+from exercises.playground import PlaygroundError, attention_playground
 from exercises.predictions import prediction_summary
 from exercises.presets import PRESETS, preset_question
 from exercises.serializers import (
@@ -51,12 +53,14 @@ class NonFiniteJSONParser(JSONParser):
 ID_PARAM = OpenApiParameter(
     "exercise_id", int, OpenApiParameter.PATH, description="The exercise's id."
 )
-BIGINT_MAX = 2**63 - 1
+BIGINT_MAX = 2**63 - 1  # the largest id a bigint primary key holds
 
 
-def exercise_pk(raw) -> int:
+def exercise_pk(raw: str | int) -> int:
     """The path's id as an int; one no row can have is a 404 (the database would overflow)."""
-    if len(str(raw).lstrip("-0")) > 19:  # beyond any bigint, and beyond what int() accepts
+    # More than 19 significant digits is beyond any bigint; checking the length first also
+    # keeps a path of thousands of digits away from int(), which refuses over 4300 of them.
+    if len(str(raw).lstrip("-0")) > len(str(BIGINT_MAX)):
         raise NotFound()
     pk = int(raw)
     if not 1 <= pk <= BIGINT_MAX:
@@ -229,7 +233,10 @@ class PredictionConflict(ValidationError):
 
     def __init__(self, exc: services.PredictionRequired | services.PredictionAlreadyMade):
         super().__init__()
-        self.detail = {"detail": exc.message, "answers": {p: [m] for p, m in exc.errors.items()}}
+        # A body of plain JSON, rendered as given (the stubs type ``detail`` as DRF's own).
+        self.detail = cast(
+            Any, {"detail": exc.message, "answers": {p: [m] for p, m in exc.errors.items()}}
+        )
 
 
 class ExerciseClosedConflict(ValidationError):
@@ -238,12 +245,13 @@ class ExerciseClosedConflict(ValidationError):
     def __init__(self, closed: services.ExerciseClosed):
         super().__init__()
         exercise = closed.exercise
-        self.detail = {
+        body = {
             "detail": str(closed),
             "solved": exercise.solved,
             "attempts": services.attempts_summary(exercise),
             "solution": services.solution_if_revealed(exercise),
         }
+        self.detail = cast(Any, body)  # plain JSON, as PredictionConflict's
 
 
 class AttentionPlaygroundView(APIView):
@@ -267,8 +275,8 @@ class AttentionPlaygroundView(APIView):
         body = PlaygroundRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            result = services.attention_playground(**body.validated_data)
-        except services.PlaygroundError as exc:
+            result = attention_playground(**body.validated_data)
+        except PlaygroundError as exc:
             raise ValidationError(exc.errors) from None
         return Response(result)
 
@@ -304,7 +312,7 @@ class PlaygroundPredictionView(APIView):
             made, result = services.playground_prediction_record(
                 owner=request.user, preset=preset, answer=answer, at=timezone.now()
             )
-        except services.PlaygroundError as exc:
+        except PlaygroundError as exc:
             raise ValidationError(exc.errors) from None
         summary = prediction_summary({"name": preset}, made.answer, made.expected, made.correct)
         data = {

@@ -1,3 +1,4 @@
+# One module on purpose: marking, follow-on credit and the diagnosis share the cell checks.
 """Checking a learner's answers against an exercise's solution, with a diagnosis.
 
 Pure: no Django. A cell is right when ``|given - expected| <= atol + rtol * |expected|``.
@@ -172,7 +173,7 @@ MISTAKES: dict[str, Mistake] = {
         ),
         Mistake(
             "share_qk_only",
-            "This counts only Q K^T in the n×n part: A V costs another n² d multiply-adds.",
+            "This counts only Q K^T in the n\N{MULTIPLICATION SIGN}n part: A V costs another n² d multiply-adds.",
             {"cost": "qk_only"},
         ),
         Mistake(
@@ -240,11 +241,12 @@ class CheckResult:
 
 
 def describe_shape(shape: Sequence[int]) -> str:
+    """The JSON a part of ``shape`` takes, for the API's messages (pages use ``cells.shape_words``)."""
     if not shape:
         return "a number (shape [])"
     if len(shape) == 1:
         return f"a list of {shape[0]} numbers (shape [{shape[0]}])"
-    return f"a {shape[0]}×{shape[1]} matrix: {shape[0]} rows of {shape[1]} numbers (shape [{shape[0]}, {shape[1]}])"
+    return f"a {shape[0]}\N{MULTIPLICATION SIGN}{shape[1]} matrix: {shape[0]} rows of {shape[1]} numbers (shape [{shape[0]}, {shape[1]}])"
 
 
 def _kind_of(value: Any) -> str:
@@ -303,6 +305,27 @@ def _transposed_hint(value: Any, shape: Sequence[int]) -> str:
     return ""
 
 
+def _expected_words(ask: Mapping[str, Any]) -> str:
+    if ask.get("choices"):
+        return describe_choices(ask["choices"])
+    return describe_shape(ask["shape"])
+
+
+def _parsed_part(ask: Mapping[str, Any], value: Any) -> np.ndarray:
+    """One part's answer as an array of its shape (a choice as its index); ValueError says
+    what is wrong, in the words of the part's message."""
+    if ask.get("choices"):
+        return choice_index(ask["choices"], value)
+    shape = ask["shape"]
+    try:
+        flat = parse_answer(value, shape)
+    except ValueError as exc:
+        raise ValueError(
+            f"Expected {describe_shape(shape)}: {exc}.{_transposed_hint(value, shape)}"
+        ) from None
+    return np.array(flat, dtype=float).reshape(shape)
+
+
 def validate_answers(asks: Sequence[Mapping[str, Any]], answers: Any) -> dict[str, np.ndarray]:
     """Every asked part present, nothing else, each a finite number array of its shape."""
     if not isinstance(answers, Mapping):
@@ -319,36 +342,23 @@ def validate_answers(asks: Sequence[Mapping[str, Any]], answers: Any) -> dict[st
                 f"Unknown part {name!r}; this exercise asks for: {', '.join(shapes)}."
             )
     parsed: dict[str, np.ndarray] = {}
-    choices = {ask["name"]: ask["choices"] for ask in asks if ask.get("choices")}
-    for name, shape in shapes.items():
-        if name in choices:
-            if name not in answers:
-                errors[name] = f"Missing; expected {describe_choices(choices[name])}."
-                continue
-            try:
-                parsed[name] = choice_index(choices[name], answers[name])
-            except ValueError as exc:
-                errors[name] = str(exc)
-            continue
+    for ask in asks:
+        name = ask["name"]
         if name not in answers:
-            errors[name] = f"Missing; expected {describe_shape(shape)}."
+            errors[name] = f"Missing; expected {_expected_words(ask)}."
             continue
-        value = answers[name]
         try:
-            flat = parse_answer(value, shape)
+            parsed[name] = _parsed_part(ask, answers[name])
         except ValueError as exc:
-            errors[name] = (
-                f"Expected {describe_shape(shape)}: {exc}.{_transposed_hint(value, shape)}"
-            )
-            continue
-        parsed[name] = np.array(flat, dtype=float).reshape(shape)
+            errors[name] = str(exc)
     if errors:
         raise AnswerError(errors)
     return parsed
 
 
 def _within(given: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> np.ndarray:
-    return np.abs(given - expected) <= atol + rtol * np.abs(expected)
+    close: np.ndarray = np.abs(given - expected) <= atol + rtol * np.abs(expected)
+    return close
 
 
 def _exact_int(value: Any) -> int | None:
@@ -384,7 +394,8 @@ def _cells_ok(
     e = np.asarray(expected, dtype=float)
     if g.shape != e.shape:
         return np.zeros(e.shape, dtype=bool)
-    return np.abs(g - e) <= atol + rtol * np.abs(e) + slack
+    close: np.ndarray = np.abs(g - e) <= atol + rtol * np.abs(e) + slack
+    return close
 
 
 def _resolve_kind(kind: Any) -> Any:
@@ -400,17 +411,20 @@ def _resolve_kind(kind: Any) -> Any:
 _RECOMPUTE_ERRORS = (ValueError, KeyError, TypeError, IndexError, ZeroDivisionError, OverflowError)
 
 
-def _follow_on(kind, inputs, given, recipe=None) -> dict[str, Any]:
+def _follow_on(
+    kind: Any, inputs: Any, given: Mapping[str, Any], recipe: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     if kind is None or inputs is None:
         return {}
     try:
         with np.errstate(all="ignore"):
-            return kind.follow_on(inputs, given, recipe)
+            follows: dict[str, Any] = kind.follow_on(inputs, given, recipe)
+            return follows
     except _RECOMPUTE_ERRORS:
         return {}
 
 
-def _wrong_message(exact: bool, shape, cells: int, right: int) -> str:
+def _wrong_message(exact: bool, shape: Sequence[int], cells: int, right: int) -> str:
     if exact:
         if shape:
             return f"{cells - right} of {cells} entries are not the exact whole number expected."
@@ -418,6 +432,33 @@ def _wrong_message(exact: bool, shape, cells: int, right: int) -> str:
     if shape:
         return f"{cells - right} of {cells} entries are outside the tolerance."
     return "Not within the tolerance of the expected value."
+
+
+def _against_own(
+    ask: Mapping[str, Any],
+    value: Any,
+    follow: Any,
+    parts: Mapping[str, PartResult],
+    floats: Mapping[str, np.ndarray],
+    ok: np.ndarray,
+    rtol: float,
+    atol: float,
+) -> tuple[np.ndarray, bool]:
+    """A part checked against what follows from the learner's earlier parts (``follow``):
+    the cells now accepted, and whether the whole part follows from wrong earlier parts."""
+    own = _cells_ok(
+        value,
+        _cells(ask, follow.value),
+        exact=bool(ask.get("exact")),
+        rtol=rtol,
+        atol=atol,
+        slack=follow.slack,
+    )
+    if all(parts[u].correct for u in follow.uses):
+        return ok | own, False  # right from right earlier parts: their rounding is carried
+    # An earlier step left at zero is no step to follow from: all-zero weights give an
+    # all-zero output, which earns nothing.
+    return ok, bool(own.all() and any(np.any(floats[u]) for u in follow.uses))
 
 
 def mark(
@@ -446,20 +487,7 @@ def mark(
         follow = follows.get(name)
         follows_part = False
         if not ok.all() and follow is not None and all(u in parts for u in follow.uses):
-            own = _cells_ok(
-                given[name],
-                _cells(ask, follow.value),
-                exact=exact,
-                rtol=rtol,
-                atol=atol,
-                slack=follow.slack,
-            )
-            if all(parts[u].correct for u in follow.uses):
-                ok = ok | own  # right from right earlier parts: their rounding is carried
-            elif own.all() and any(np.any(floats[u]) for u in follow.uses):
-                # An earlier step left at zero is no step to follow from: all-zero weights
-                # give an all-zero output, which earns nothing.
-                follows_part = True
+            ok, follows_part = _against_own(ask, given[name], follow, parts, floats, ok, rtol, atol)
         cells = ok.size
         right = int(ok.sum())
         if right == cells:
@@ -504,7 +532,7 @@ def check_given(
     )
     if first_wrong is not None and kind is not None and inputs is not None:
         for label, other in kind.accepted_alternatives(inputs):
-            alt_parts, alt_wrong = mark(
+            alt_parts, _ = mark(
                 asks=asks,
                 solution=other,
                 given=given,
@@ -559,7 +587,36 @@ def check_answers(
     )
 
 
-def _diagnose(kind, inputs, asks, solution, given, parts, step, rtol, atol):
+def _answers_under(kind: Any, inputs: Any, recipe: Mapping[str, Any]) -> Any:
+    """The kind's whole mistaken chain, or None where it cannot be recomputed."""
+    try:
+        with np.errstate(all="ignore"):
+            return kind.answers_under(inputs, recipe)
+    except _RECOMPUTE_ERRORS:
+        return None
+
+
+def _agree(
+    ask: Mapping[str, Any], cells: Any, alt: Any, rtol: float, atol: float, slack: Any = 0.0
+) -> bool:
+    """Every cell of ``cells`` (already in the part's cell form) matches ``alt``."""
+    ok = _cells_ok(
+        cells, _cells(ask, alt), exact=bool(ask.get("exact")), rtol=rtol, atol=atol, slack=slack
+    )
+    return bool(ok.all())
+
+
+def _diagnose(
+    kind: Any,
+    inputs: Any,
+    asks: Sequence[Mapping[str, Any]],
+    solution: Mapping[str, Any],
+    given: Mapping[str, Any],
+    parts: dict[str, PartResult],
+    step: str,
+    rtol: float,
+    atol: float,
+) -> list[dict[str, Any]]:
     """The kind's mistakes that explain the first wrong step ``step``.
 
     A mistake explains it when the learner's part matches that step done the mistaken way
@@ -567,29 +624,17 @@ def _diagnose(kind, inputs, asks, solution, given, parts, step, rtol, atol):
     mistaken chain whose earlier asked parts also match the learner's; and the mistake
     changes the step at all.
     """
-    exact_of = {a["name"]: bool(a.get("exact")) for a in asks}
     ask_of = {a["name"]: a for a in asks}
-    exact = exact_of[step]
-    earlier = [a["name"] for a in asks][: [a["name"] for a in asks].index(step)]
+    names = list(ask_of)
+    earlier = names[: names.index(step)]
     floats = {name: np.asarray(value, dtype=float) for name, value in given.items()}
     right_follow = _follow_on(kind, inputs, floats).get(step)
 
-    def matches(alt, slack=0.0) -> bool:
-        alt = _cells(ask_of[step], alt)
-        return bool(
-            _cells_ok(given[step], alt, exact=exact, rtol=rtol, atol=atol, slack=slack).all()
-        )
+    def matches(alt: Any, slack: Any = 0.0) -> bool:
+        return _agree(ask_of[step], given[step], alt, rtol, atol, slack)
 
-    def same(name, a, b) -> bool:
-        return bool(
-            _cells_ok(
-                _cells(ask_of[name], a),
-                _cells(ask_of[name], b),
-                exact=exact_of[name],
-                rtol=rtol,
-                atol=atol,
-            ).all()
-        )
+    def same(name: str, a: Any, b: Any) -> bool:
+        return _agree(ask_of[name], _cells(ask_of[name], a), b, rtol, atol)
 
     found: list[dict[str, Any]] = []
     for code in kind.mistakes:
@@ -604,11 +649,7 @@ def _diagnose(kind, inputs, asks, solution, given, parts, step, rtol, atol):
         ):
             explained = matches(follow.value, follow.slack)
         if not explained:
-            try:
-                with np.errstate(all="ignore"):
-                    chain = kind.answers_under(inputs, mistake.recipe)
-            except _RECOMPUTE_ERRORS:
-                chain = None
+            chain = _answers_under(kind, inputs, mistake.recipe)
             explained = bool(
                 chain
                 and step in chain

@@ -1,3 +1,4 @@
+# One module on purpose: the pure engine, benchmarked and kept at 100% coverage as a unit.
 """Attention and the transformer block as pure NumPy functions.
 
 No Django, no clock, no hidden randomness: a function that needs random numbers
@@ -170,7 +171,7 @@ def _closed_rows(mask: np.ndarray, n_q: int, n_k: int) -> list[int] | list[tuple
     # mask broadcastable to (..., n_q, n_k) -> the query rows whose keys are all blocked,
     # as row numbers, or (*batch, row) tuples when the mask itself has batch axes.
     lead = mask.shape[:-2] if mask.ndim > 2 else ()
-    closed = np.broadcast_to(mask, lead + (n_q, n_k)).all(axis=-1)
+    closed = np.broadcast_to(mask, (*lead, n_q, n_k)).all(axis=-1)
     if closed.ndim == 1:
         return [int(i) for i in np.flatnonzero(closed)]
     return [tuple(int(i) for i in idx) for idx in np.argwhere(closed)]
@@ -238,7 +239,7 @@ def padding_mask(valid: ArrayLike, n_q: int | None = None) -> np.ndarray:
         raise ValueError("valid marks no real token in some sequence; nothing could be attended")
     n_q = n_k if n_q is None else n_q
     blocked = ~valid[..., None, :]
-    return np.broadcast_to(blocked, valid.shape[:-1] + (n_q, n_k)).copy()
+    return np.broadcast_to(blocked, (*valid.shape[:-1], n_q, n_k)).copy()
 
 
 # --- one head -----------------------------------------------------------------------
@@ -283,7 +284,10 @@ def scaled_dot_product_attention(
     scale: bool | float = ...,
     return_intermediates: bool = ...,
 ) -> np.ndarray | AttentionTrace: ...
-def scaled_dot_product_attention(
+# One function on purpose, over 60 lines and McCabe 10: the benchmarked fast path
+# (benchmarks/bench_engine.py), whose checks are inline because at hand-sized n a call
+# costs as much as the arithmetic.
+def scaled_dot_product_attention(  # noqa: C901
     Q: ArrayLike,
     K: ArrayLike,
     V: ArrayLike,
@@ -315,7 +319,7 @@ def scaled_dot_product_attention(
         batch = ()
     factor = 1.0 / math.sqrt(d_k) if scale is True else _scale_factor(scale, d_k)
     if mask is not None:
-        mask = _blocking_mask(mask, batch + (Q.shape[-2], n_k))
+        mask = _blocking_mask(mask, (*batch, Q.shape[-2], n_k))
     if return_intermediates:
         return _attention_trace(Q, K, V, mask, scale, factor)
 
@@ -446,12 +450,12 @@ def _count(name: str, value: object, low: int = 1) -> int:
 
 def _heads_mask(mask: ArrayLike, batch: tuple[int, ...], n: int) -> np.ndarray:
     # mask broadcastable to (..., n, n) -> (..., 1, 1, n, n): the same mask for every head
-    mask = _blocking_mask(mask, batch + (n, n))
+    mask = _blocking_mask(mask, (*batch, n, n))
     rows = _closed_rows(mask, n, n)
     if rows:
         raise AttentionError(rows)
     if mask.ndim > 2:
-        mask = mask.reshape(mask.shape[:-2] + (1, 1) + mask.shape[-2:])
+        mask = mask.reshape((*mask.shape[:-2], 1, 1, *mask.shape[-2:]))
     return mask
 
 
@@ -495,6 +499,8 @@ def grouped_query_attention(
     scale: bool | float = ...,
     return_intermediates: bool = ...,
 ) -> np.ndarray | MultiHeadTrace: ...
+# Over 60 lines on purpose: a benchmarked fast path (benchmarks/bench_engine.py) that
+# keeps the grouped heads in one batched matmul rather than a call per group.
 def grouped_query_attention(
     X: ArrayLike,
     W_Q: ArrayLike,

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # the kinds import this module
+    from exercises.kinds.base import Generated
 
 PREDICTION_PART = "prediction"
 # Weights closer than this count as equal: integer inputs give exact ties, and a
@@ -115,7 +118,7 @@ class Question:
     answer: str
 
 
-def with_prediction(generated, question: Question):
+def with_prediction(generated: Generated, question: Question) -> Generated:
     """``generated`` (a ``kinds.base.Generated``) with ``question`` asked first."""
     if question.answer not in question.choices:
         raise ValueError(f"{question.answer!r} is not among the choices {question.choices!r}")

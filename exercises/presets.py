@@ -57,7 +57,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
     },
     "large": {
-        "title": "Large scores (×8)",
+        "title": "Large scores (\N{MULTIPLICATION SIGN}8)",
         "note": "The bag example's unscaled scores times 8: row 0 becomes (8, 8, 0) and its softmax (0.5, 0.5, 0.0002).",
         "mode": "qkv",
         "tokens": ["bag", "delayed", "refund"],

@@ -1,3 +1,4 @@
+# One module on purpose: every request and response shape of the exercise API, as the house layout keeps them.
 """Request parsing and response shapes of the exercise API and the attention playground.
 
 Numbers are JSON numbers only: a boolean or a numeric string where a number belongs is
@@ -16,16 +17,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from exercises.kinds import KINDS
+from exercises.models import Exercise
+from exercises.playground import PLAYGROUND_MAX, PLAYGROUND_MAX_ABS
 from exercises.predictions import first_prediction
 from exercises.presets import PRESETS, prediction_choices
-from exercises.services import (
-    PLAYGROUND_MAX,
-    attempts_summary,
-    prediction_state,
-    solution_if_revealed,
-)
-
-PLAYGROUND_MAX_ABS = 1e6
+from exercises.services import attempts_summary, prediction_state, solution_if_revealed
 
 ANY_JSON: dict[str, Any] = {}
 NUMBER_GRID = {
@@ -99,7 +95,7 @@ def _boolean(cell: Any) -> str | None:
 
 @extend_schema_field(NUMBER_GRID)
 class MatrixField(serializers.Field):
-    """A non-empty rectangular matrix of finite JSON numbers, at most 256×256."""
+    """A non-empty rectangular matrix of finite JSON numbers, at most 256 x 256."""
 
     def to_internal_value(self, data):
         return np.array(_rectangular(data, "matrix", _finite_number, "numbers"), dtype=float)
@@ -113,7 +109,7 @@ class MatrixField(serializers.Field):
         "oneOf": [{"type": "string", "enum": ["none", "causal"]}, BOOL_GRID],
         "default": "none",
         "description": (
-            '"none", "causal", or a boolean matrix (queries × keys) in which true means '
+            '"none", "causal", or a boolean matrix (queries \N{MULTIPLICATION SIGN} keys) in which true means '
             "blocked: that score becomes minus infinity before the softmax."
         ),
     }
@@ -359,10 +355,12 @@ class ExerciseSerializer(serializers.Serializer):
         "or when the exercise asks none."
     )
 
-    def get_tolerance(self, obj) -> ToleranceSerializer:
+    @extend_schema_field(ToleranceSerializer)
+    def get_tolerance(self, obj: Exercise) -> dict[str, float]:
         return {"rtol": obj.rtol, "atol": obj.atol}
 
-    def get_attempts(self, obj) -> AttemptsSerializer:
+    @extend_schema_field(AttemptsSerializer)
+    def get_attempts(self, obj: Exercise) -> dict[str, int]:
         return attempts_summary(obj)
 
     @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": ANY_JSON})

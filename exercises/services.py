@@ -1,4 +1,4 @@
-"""Writes of exercises: create a variant, submit an attempt, purge stale variants.
+"""Writes of exercises: create a variant, submit an attempt, record a playground prediction.
 
 Attempts. An exercise allows ``max_attempts`` submissions (3 unless its kind says
 otherwise); every well-formed submission uses one. A solved exercise is closed: it takes
@@ -16,6 +16,7 @@ own (``exercises.variants``), so no practice exercise reproduces it.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,10 +25,11 @@ import numpy as np
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from exercises import engine, predictions, presets
-from exercises.checking import AnswerError, check_answers, choice_index
+from exercises import predictions, presets
+from exercises.checking import AnswerError, CheckResult, check_answers, choice_index
 from exercises.kinds import SEED_MAX, ParamError, get_kind
 from exercises.models import Attempt, Exercise, Prediction
+from exercises.playground import PlaygroundError, preset_playground
 from exercises.selectors import exercise_for_owner
 from exercises.variants import draw_variant
 
@@ -76,7 +78,7 @@ def closed_error(exercise: Exercise) -> ExerciseClosed | None:
 class PredictionRequired(AnswerError):
     """The exercise asks a prediction first and none is recorded yet."""
 
-    def __init__(self, exercise: Exercise, ask: dict[str, Any]):
+    def __init__(self, exercise: Exercise, ask: Mapping[str, Any]):
         choices = ", ".join(repr(c) for c in ask["choices"])
         self.message = (
             f"Predict first: submit {{{ask['name']!r}: one of {choices}}} on its own; "
@@ -215,34 +217,11 @@ def attempt_submit(*, owner, exercise_id: int, answers: Any, at: datetime) -> Su
         inputs=exercise.inputs,
         kind=exercise.kind,
     )
-    changes: dict[str, Any] = {"attempts_used": F("attempts_used") + 1, "last_attempt_at": at}
-    if checked.correct:
-        changes["solved"] = True
-    with transaction.atomic():
-        claimed = Exercise.objects.filter(
-            pk=exercise.pk, solved=False, attempts_used__lt=F("max_attempts")
-        ).update(**changes)
-        if not claimed:
-            exercise.refresh_from_db(fields=["attempts_used", "solved"])
-            raise closed_error(exercise) or AttemptsExhausted(exercise)
-        # The UPDATE holds the row until commit, so this reads our own increment.
-        exercise.refresh_from_db(fields=["attempts_used", "solved", "last_attempt_at"])
-        result = checked.as_dict()
-        result["attempts"] = attempts_summary(exercise)
-        result["solved"] = exercise.solved
-        result["solution"] = solution_if_revealed(exercise)
-        attempt = Attempt.objects.create(
-            exercise=exercise,
-            number=exercise.attempts_used,
-            answers=answers,
-            correct=checked.correct,
-            score=checked.score,
-            result=result,
-        )
+    result, attempt = _attempt_record(exercise=exercise, answers=answers, checked=checked, at=at)
     result["attempt"] = attempt.number
     result["prediction"] = (
         None
-        if made is None
+        if made is None or ask is None
         else predictions.prediction_summary(ask, made.answer, made.expected, made.correct)
     )
     return SubmitOutcome(
@@ -250,8 +229,39 @@ def attempt_submit(*, owner, exercise_id: int, answers: Any, at: datetime) -> Su
     )
 
 
+@transaction.atomic
+def _attempt_record(
+    *, exercise: Exercise, answers: Any, checked: CheckResult, at: datetime
+) -> tuple[dict[str, Any], Attempt]:
+    """Claim one attempt of the open ``exercise`` and store it with its result."""
+    changes: dict[str, Any] = {"attempts_used": F("attempts_used") + 1, "last_attempt_at": at}
+    if checked.correct:
+        changes["solved"] = True
+    claimed = Exercise.objects.filter(
+        pk=exercise.pk, solved=False, attempts_used__lt=F("max_attempts")
+    ).update(**changes)
+    if not claimed:
+        exercise.refresh_from_db(fields=["attempts_used", "solved"])
+        raise closed_error(exercise) or AttemptsExhausted(exercise)
+    # The UPDATE holds the row until commit, so this reads our own increment.
+    exercise.refresh_from_db(fields=["attempts_used", "solved", "last_attempt_at"])
+    result = checked.as_dict()
+    result["attempts"] = attempts_summary(exercise)
+    result["solved"] = exercise.solved
+    result["solution"] = solution_if_revealed(exercise)
+    attempt = Attempt.objects.create(
+        exercise=exercise,
+        number=exercise.attempts_used,
+        answers=answers,
+        correct=checked.correct,
+        score=checked.score,
+        result=result,
+    )
+    return result, attempt
+
+
 def _prediction_submit(
-    *, owner, exercise: Exercise, ask: dict[str, Any], answers: dict[str, Any], at: datetime
+    *, owner: Any, exercise: Exercise, ask: Mapping[str, Any], answers: dict[str, Any], at: datetime
 ) -> SubmitOutcome:
     """Record the prediction asked first: on its own, once, and without using an attempt."""
     name = ask["name"]
@@ -294,134 +304,11 @@ def _prediction_submit(
     return SubmitOutcome(result=result, first_attempt=False, exercise=exercise, attempt=None)
 
 
-def prediction_state(ask: dict[str, Any], made: Prediction | None) -> dict[str, Any] | None:
+def prediction_state(ask: Mapping[str, Any], made: Prediction | None) -> dict[str, Any] | None:
     """What an exercise shows of its prediction before the numbers: the choice committed to."""
     if made is None:
         return None
     return {"part": ask["name"], "answer": made.answer, "created_at": made.created_at}
-
-
-def exercises_purge_stale(*, older_than: datetime) -> int:
-    """Delete never-attempted exercises created before ``older_than``; returns how many."""
-    _, per_model = Exercise.objects.filter(attempts_used=0, created_at__lt=older_than).delete()
-    return per_model.get(Exercise._meta.label, 0)
-
-
-# --- The attention playground ------------------------------------------------------
-# Pure computation, no writes; it lives here so the view calls one function.
-
-PLAYGROUND_MAX = 256
-
-
-@dataclass
-class PlaygroundError(Exception):
-    errors: dict[str, list[str]]
-
-
-# Overflow to infinity is caught by the engine's finiteness checks and answered as a
-# 400; NumPy's RuntimeWarning on the way would only be log noise.
-@np.errstate(over="ignore", invalid="ignore")
-def attention_playground(
-    *,
-    Q: np.ndarray | None = None,
-    K: np.ndarray | None = None,
-    V: np.ndarray | None = None,
-    X: np.ndarray | None = None,
-    W_Q: np.ndarray | None = None,
-    W_K: np.ndarray | None = None,
-    W_V: np.ndarray | None = None,
-    mask: str | np.ndarray = "none",
-    scale: bool = True,
-) -> dict[str, Any]:
-    """Every intermediate of one head: ``{Q, K, V, scores, weights, output, mask, shapes}``.
-
-    # (n_q, d_k), (n_k, d_k), (n_k, d_v) -> scores (n_q, n_k), weights (n_q, n_k), output (n_q, d_v)
-    or X (n, d_model) with W_Q, W_K (d_model, d_k) and W_V (d_model, d_v). ``scores`` are
-    before masking (minus infinity is not JSON); ``mask`` is echoed as a boolean matrix.
-    Raises ``PlaygroundError`` with per-field messages.
-    """
-    projected = X is not None
-    if projected:
-        d_model = X.shape[1]
-        errors = {
-            name: [
-                f"Expected {d_model} rows (one per column of X, d_model = {d_model}), "
-                f"got {w.shape[0]}."
-            ]
-            for name, w in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V))
-            if w.shape[0] != d_model
-        }
-        if not errors and W_Q.shape[1] != W_K.shape[1]:
-            errors["W_K"] = [
-                f"Expected {W_Q.shape[1]} columns like W_Q (queries and keys share d_k), "
-                f"got {W_K.shape[1]}."
-            ]
-        if errors:
-            raise PlaygroundError(errors)
-        Q, K, V = engine.project(X, W_Q, W_K, W_V)
-    else:
-        if K.shape[1] != Q.shape[1]:
-            raise PlaygroundError(
-                {"K": [f"Expected {Q.shape[1]} columns like Q (d_k), got {K.shape[1]}."]}
-            )
-        if V.shape[0] != K.shape[0]:
-            raise PlaygroundError(
-                {
-                    "V": [
-                        f"Expected {K.shape[0]} rows, one value per key row of K, got {V.shape[0]}."
-                    ]
-                }
-            )
-    n_q, n_k = Q.shape[0], K.shape[0]
-    if isinstance(mask, str):
-        blocked = (
-            engine.causal_mask(n_q, n_k) if mask == "causal" else np.zeros((n_q, n_k), dtype=bool)
-        )
-    else:
-        blocked = mask
-        if blocked.shape != (n_q, n_k):
-            raise PlaygroundError(
-                {
-                    "mask": [
-                        f"Expected a {n_q}×{n_k} boolean matrix (queries × keys), got "
-                        f"{blocked.shape[0]}×{blocked.shape[1]}."
-                    ]
-                }
-            )
-    try:
-        trace = engine.scaled_dot_product_attention(
-            Q, K, V, mask=blocked if blocked.any() else None, scale=scale, return_intermediates=True
-        )
-    except engine.AttentionError as exc:
-        rows = ", ".join(str(r) for r in exc.rows)
-        raise PlaygroundError(
-            {
-                "mask": [
-                    f"Every key is blocked for query row(s) {rows}; each row needs at least one false entry."
-                ]
-            }
-        ) from None
-    except ValueError as exc:
-        raise PlaygroundError({"non_field_errors": [str(exc)]}) from None
-    out: dict[str, Any] = {}
-    if projected:
-        out.update(X=X.tolist(), W_Q=W_Q.tolist(), W_K=W_K.tolist(), W_V=W_V.tolist())
-    out.update(
-        Q=np.asarray(Q).tolist(),
-        K=np.asarray(K).tolist(),
-        V=np.asarray(V).tolist(),
-        scores=trace.scores.tolist(),
-        weights=trace.weights.tolist(),
-        output=trace.output.tolist(),
-        mask=blocked.tolist(),
-        scale=scale,
-    )
-    out["shapes"] = {
-        name: list(np.shape(out[name]))
-        for name in ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "weights", "output", "mask")
-        if name in out
-    }
-    return out
 
 
 # --- Predictions in the playground ---------------------------------------------------------
@@ -444,12 +331,7 @@ def playground_prediction_record(
         raise PlaygroundError(
             {"answer": [f"Expected one of {', '.join(repr(c) for c in choices)}; got {answer!r}."]}
         )
-    entry = presets.PRESETS[preset]
-    result = attention_playground(
-        **{name: np.asarray(m, dtype=float) for name, m in entry["matrices"].items()},
-        mask="causal" if entry["causal"] else "none",
-        scale=entry["scale"],
-    )
+    result = preset_playground(preset)
     expected = presets.prediction_expected(
         preset, np.asarray(result["weights"]), np.asarray(result["mask"])
     )

@@ -1,19 +1,16 @@
-"""Server-rendered exercise pages and the attention playground.
+"""Server-rendered exercise pages (the playground page is in ``exercises.playground_views``).
 
-Answers arrive as one text input per cell, named ``answer-<part>-<row>-<col>``
-(``answer-<part>-<i>`` for a vector, ``answer-<part>`` for a number). Cells that
-do not parse are reported next to the grid and use no attempt. Submissions are
+Answers arrive as one text input per cell, named as ``exercises.cells`` says. Cells
+that do not parse are reported next to the grid and use no attempt. Submissions are
 posted to ``cards.views.exercise_submit``: the study core records the review of a
 review-bound exercise, and ``exercises`` never imports ``cards``.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
+from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -22,125 +19,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from exercises import predictions, selectors, services
+
+# The answer form's parsing, re-exported for the review page's submit view.
+from exercises.cells import invalid_cells as invalid_cells
+from exercises.cells import parse_answer_cells as parse_answer_cells
 from exercises.kinds import KINDS, ParamError, UnknownKindError
 from exercises.models import Attempt, Exercise
-from exercises.presets import DEFAULT_PRESET, PRESETS, preset_question
-
-# --- Answer grids ---------------------------------------------------------------------
-
-
-def cell_indices(shape: list[int]) -> list[tuple[int, ...]]:
-    return list(itertools.product(*(range(n) for n in shape)))
-
-
-def cell_field(part: str, index: tuple[int, ...]) -> str:
-    return "-".join(["answer", part, *(str(i) for i in index)])
-
-
-def cell_words(part: str, index: tuple[int, ...]) -> str:
-    if len(index) == 2:
-        return f"{part} row {index[0] + 1} column {index[1] + 1}"
-    if len(index) == 1:
-        return f"{part} entry {index[0] + 1}"
-    return part
-
-
-MAX_CELL_CHARS = 64  # far more than any hand-typed number needs
-
-
-def parse_number(text: str) -> float | int | None:
-    """A typed number; a comma decimal and the minus sign U+2212 are accepted.
-
-    A whole number typed without a point stays an ``int``, so a count is checked exactly
-    however large it is.
-    """
-    cleaned = text.strip().replace("−", "-").replace(",", ".")
-    if len(cleaned) > MAX_CELL_CHARS:
-        return None  # never read a prefix of an over-long entry as the number meant
-    if cleaned.lstrip("+-").isdigit() and cleaned.isascii():
-        return int(cleaned)
-    try:
-        value = float(cleaned)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _nest(flat: dict[tuple[int, ...], Any], shape: list[int]) -> Any:
-    if not shape:
-        return flat[()]
-    if len(shape) == 1:
-        return [flat[(i,)] for i in range(shape[0])]
-    return [[flat[(r, c)] for c in range(shape[1])] for r in range(shape[0])]
-
-
-def parse_answer_cells(asks: list[dict], data) -> tuple[dict, dict, dict[str, list[str]]]:
-    """``(answers, typed, problems)``: numbers by part, the raw text by part, messages by part."""
-    answers: dict[str, Any] = {}
-    typed: dict[str, Any] = {}
-    problems: dict[str, list[str]] = {}
-    for ask in asks_in_form(asks, data):
-        name, shape = ask["name"], list(ask["shape"])
-        if ask.get("choices"):
-            text = str(data.get(cell_field(name, ()), ""))[:MAX_CHOICE_CHARS]
-            typed[name] = text
-            if text in ask["choices"]:
-                answers[name] = text
-            else:
-                problems[name] = [
-                    f"{name}: choose one of {', '.join(ask['choices'])}"
-                    + (f"; got {text!r}." if text else ".")
-                ]
-            continue
-        numbers: dict[tuple[int, ...], float] = {}
-        raw: dict[tuple[int, ...], str] = {}
-        for index in cell_indices(shape):
-            text = str(data.get(cell_field(name, index), ""))
-            raw[index] = text[:MAX_CELL_CHARS]
-            value = parse_number(text)
-            if value is None:
-                if not text.strip():
-                    what = "is empty"
-                elif len(text.strip()) > MAX_CELL_CHARS:
-                    what = f"is longer than {MAX_CELL_CHARS} characters"
-                else:
-                    what = f"is {text!r}"
-                problems.setdefault(name, []).append(
-                    f"{cell_words(name, index)} {what}; enter a number such as 0.25."
-                )
-            else:
-                numbers[index] = value
-        typed[name] = _nest(raw, shape)
-        if name not in problems:
-            answers[name] = _nest(numbers, shape)
-    return answers, typed, problems
-
-
-MAX_CHOICE_CHARS = 200
-
-
-def asks_in_form(asks: list[dict], data) -> list[dict]:
-    """The asks one submitted form answers: the prediction alone (``phase=prediction``),
-    else the numeric parts; every ask for an exercise without a prediction."""
-    if not predictions.first_prediction(asks):
-        return list(asks)
-    if data.get("phase") == "prediction":
-        return [asks[0]]
-    return predictions.numeric_asks(asks)
-
-
-def invalid_cells(asks: list[dict], data, problems: dict) -> dict[str, list[list[int]]]:
-    out: dict[str, list[list[int]]] = {}
-    for ask in asks:
-        if ask["name"] not in problems:
-            continue
-        out[ask["name"]] = [
-            list(index)
-            for index in cell_indices(list(ask["shape"]))
-            if parse_number(str(data.get(cell_field(ask["name"], index), ""))) is None
-        ]
-    return out
-
 
 # --- Exercise context shared by the exercise page and the review page --------------------
 
@@ -193,38 +77,77 @@ def exercise_context(
     result = last.result if last else None
     solution = services.solution_if_revealed(exercise)
     prediction = _prediction_context(exercise, last, problems, typed)
-    parts = []
-    for ask in predictions.numeric_asks(exercise.asks):
-        name = ask["name"]
-        verdict = (result or {}).get("parts", {}).get(name) if not problems else None
-        if typed is not None:
-            values = typed.get(name)
-        elif last is not None:
-            values = last.answers.get(name)
-        else:
-            values = None
-        # Each diagnosis once, at its (first) step.
-        diagnosis = [
-            d for d in (result or {}).get("diagnosis", []) if d.get("parts", [None])[0] == name
-        ]
-        parts.append(
-            {
-                "name": name,
-                "shape": ask["shape"],
-                "values": values,
-                "verdict": verdict,
-                "follows": bool((verdict or {}).get("follows")),
-                "follows_from": (verdict or {}).get("follows_from") or "your earlier answers",
-                "diagnosis": diagnosis if not problems else [],
-                "wrong_cells": (verdict or {}).get("wrong_cells", []),
-                "problems": (problems or {}).get(name, []),
-                "invalid_cells": (invalid or {}).get(name, []),
-                "solution": solution.get(name) if solution else None,
-                "choices": ask.get("choices"),
-            }
-        )
+    parts = [
+        _part_context(ask, last, result, solution, typed, problems, invalid)
+        for ask in predictions.numeric_asks(exercise.asks)
+    ]
     labels = token_labels(exercise)
-    weights_map = None
+    weights_map = _weights_map(exercise, solution, last, labels)
+    remaining = max(exercise.max_attempts - exercise.attempts_used, 0)
+    closed = services.closed_error(exercise)
+    return {
+        "exercise": exercise,
+        "kind": KINDS.get(exercise.kind),
+        "inputs": input_items(exercise),
+        "parts": parts,
+        "result": None if problems else result,
+        "problems": problems or {},
+        "solution": solution,
+        "remaining": remaining,
+        "closed": closed is not None,
+        "weights_map": weights_map,
+        "labels": labels,
+        "submit_url": submit_url,
+        "prediction": prediction,
+        "numbers_open": prediction is None or prediction["made"] is not None,
+    }
+
+
+def _part_context(
+    ask: Mapping[str, Any],
+    last: Attempt | None,
+    result: dict[str, Any] | None,
+    solution: dict[str, Any] | None,
+    typed: dict[str, Any] | None,
+    problems: dict[str, Any] | None,
+    invalid: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """One numeric part on the page: its grid, what was typed or submitted, its verdict."""
+    name = ask["name"]
+    verdict = (result or {}).get("parts", {}).get(name) if not problems else None
+    if typed is not None:
+        values = typed.get(name)
+    elif last is not None:
+        values = last.answers.get(name)
+    else:
+        values = None
+    # Each diagnosis once, at its (first) step.
+    diagnosis = [
+        d for d in (result or {}).get("diagnosis", []) if d.get("parts", [None])[0] == name
+    ]
+    return {
+        "name": name,
+        "shape": ask["shape"],
+        "values": values,
+        "verdict": verdict,
+        "follows": bool((verdict or {}).get("follows")),
+        "follows_from": (verdict or {}).get("follows_from") or "your earlier answers",
+        "diagnosis": diagnosis if not problems else [],
+        "wrong_cells": (verdict or {}).get("wrong_cells", []),
+        "problems": (problems or {}).get(name, []),
+        "invalid_cells": (invalid or {}).get(name, []),
+        "solution": solution.get(name) if solution else None,
+        "choices": ask.get("choices"),
+    }
+
+
+def _weights_map(
+    exercise: Exercise,
+    solution: dict[str, Any] | None,
+    last: Attempt | None,
+    labels: list[str] | None,
+) -> dict[str, Any] | None:
+    """The heat map of the expected weights (once revealed), else of the learner's."""
     for source, caption in (
         (solution, "Expected weights"),
         (last.answers if last else None, "Your weights"),
@@ -248,25 +171,8 @@ def exercise_context(
                     explain="Rows are inputs (the [CLS] query's weights in each), columns are "
                     "tokens as keys",
                 )
-            break
-    remaining = max(exercise.max_attempts - exercise.attempts_used, 0)
-    closed = services.closed_error(exercise)
-    return {
-        "exercise": exercise,
-        "kind": KINDS.get(exercise.kind),
-        "inputs": input_items(exercise),
-        "parts": parts,
-        "result": None if problems else result,
-        "problems": problems or {},
-        "solution": solution,
-        "remaining": remaining,
-        "closed": closed is not None,
-        "weights_map": weights_map,
-        "labels": labels,
-        "submit_url": submit_url,
-        "prediction": prediction,
-        "numbers_open": prediction is None or prediction["made"] is not None,
-    }
+            return weights_map
+    return None
 
 
 def _prediction_context(exercise: Exercise, last, problems, typed) -> dict[str, Any] | None:
@@ -368,9 +274,10 @@ def exercise_list(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"New exercise: {kind.title}.")
                 return redirect("exercise-page", pk=exercise.pk)
         status = 400
-    exercises = list(selectors.exercises_for_owner(owner=request.user)[:50])
-    for exercise in exercises:
-        exercise.title = getattr(KINDS.get(exercise.kind), "title", exercise.kind)
+    exercises = [
+        (exercise, getattr(KINDS.get(exercise.kind), "title", exercise.kind))
+        for exercise in selectors.exercises_for_owner(owner=request.user)[:50]
+    ]
     return render(
         request,
         "exercises/exercise_list.html",
@@ -406,180 +313,3 @@ def exercise_detail(request: HttpRequest, pk: int) -> HttpResponse:
         # Later submissions come back here still offering to go on with the review.
         context["submit_url"] += "?from=review"
     return render(request, "exercises/exercise_detail.html", context)
-
-
-# --- Playground ------------------------------------------------------------------------
-
-MAX_GRID = 8  # the page edits small matrices; the API itself accepts up to 256
-MODES = {"qkv": ("Q", "K", "V"), "xw": ("X", "W_Q", "W_K", "W_V")}
-MATRIX_HELP = {
-    "Q": "(n_q × d_k) queries",
-    "K": "(n_k × d_k) keys",
-    "V": "(n_k × d_v) values",
-    "X": "(n × d_model) tokens",
-    "W_Q": "(d_model × d_k)",
-    "W_K": "(d_model × d_k)",
-    "W_V": "(d_model × d_v)",
-}
-
-
-def _preset_entry(name: str) -> dict[str, Any]:
-    preset = PRESETS[name]
-    return {
-        "mode": preset["mode"],
-        "tokens": list(preset["tokens"]),
-        "matrices": {k: [list(r) for r in v] for k, v in preset["matrices"].items()},
-        "scale": preset["scale"],
-        "causal": preset["causal"],
-        "preset": name,
-        "errors": [],
-        "invalid": {},
-    }
-
-
-def _grid_size(data, key: str, default: int, errors: list[str]) -> int:
-    raw = data.get(key, "")
-    if raw in ("", None):
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_GRID:
-        errors.append(
-            f"{key.replace('-', ' ')}: expected a whole number from 1 to {MAX_GRID}, got {raw!r}."
-        )
-        return min(max(value, 1), MAX_GRID)
-    return value
-
-
-def playground_entry(data) -> dict[str, Any]:
-    """The playground's state from its query string; a preset (default ``bag``) when none."""
-    if data.get("preset") in PRESETS or "mode" not in data:
-        return _preset_entry(
-            data.get("preset") if data.get("preset") in PRESETS else DEFAULT_PRESET
-        )
-    errors: list[str] = []
-    mode = data.get("mode")
-    if mode not in MODES:
-        errors.append(f"mode: expected 'qkv' or 'xw', got {mode!r}.")
-        mode = "qkv"
-    fallback = _preset_entry("bag" if mode == "xw" else "abc")["matrices"]
-    matrices: dict[str, list[list]] = {}
-    invalid: dict[str, list[tuple[int, int]]] = {}
-    for name in MODES[mode]:
-        rows = _grid_size(data, f"{name}-rows", len(fallback[name]), errors)
-        cols = _grid_size(data, f"{name}-cols", len(fallback[name][0]), errors)
-        grid = []
-        for i in range(rows):
-            row = []
-            for j in range(cols):
-                text = str(data.get(f"{name}-{i}-{j}", ""))
-                value = 0.0 if not text.strip() else parse_number(text)
-                if value is None:
-                    text = text[:MAX_CELL_CHARS]
-                    errors.append(
-                        f"{name} row {i + 1}, column {j + 1}: expected a number, got {text!r}."
-                    )
-                    invalid.setdefault(name, []).append((i, j))
-                    row.append(text)
-                else:
-                    row.append(value)
-            grid.append(row)
-        matrices[name] = grid
-    tokens = [t.strip()[:40] for t in str(data.get("tokens", "")).split(",") if t.strip()][
-        : MAX_GRID * 4
-    ]
-    return {
-        "mode": mode,
-        "tokens": tokens,
-        "matrices": matrices,
-        "scale": data.get("scale") in ("on", "true", "1"),
-        "causal": data.get("causal") in ("on", "true", "1"),
-        "preset": "",
-        "errors": errors,
-        "invalid": invalid,
-    }
-
-
-def _editors(entry: dict[str, Any]) -> list[dict[str, Any]]:
-    groups = []
-    for mode, names in MODES.items():
-        source = (
-            entry["matrices"]
-            if mode == entry["mode"]
-            else _preset_entry("bag" if mode == "xw" else "abc")["matrices"]
-        )
-        invalid = entry["invalid"] if mode == entry["mode"] else {}
-        matrices = []
-        for name in names:
-            grid = source[name]
-            bad = set(map(tuple, invalid.get(name, [])))
-            cells = [
-                [
-                    {
-                        "i": i,
-                        "j": j,
-                        "value": v if isinstance(v, str) else _plain(v),
-                        "invalid": (i, j) in bad,
-                    }
-                    for j, v in enumerate(row)
-                ]
-                for i, row in enumerate(grid)
-            ]
-            base, _, sub = name.partition("_")
-            matrices.append(
-                {
-                    "name": name,
-                    "label": base,
-                    "sub": sub,
-                    "help": MATRIX_HELP[name],
-                    "rows": len(grid),
-                    "cols": len(grid[0]),
-                    "cells": cells,
-                }
-            )
-        groups.append({"mode": mode, "matrices": matrices})
-    return groups
-
-
-def _plain(value: float) -> str:
-    number = float(value)
-    return str(int(number)) if number.is_integer() else repr(number)
-
-
-@login_required
-@require_GET
-def playground(request: HttpRequest) -> HttpResponse:
-    entry = playground_entry(request.GET)
-    errors = list(entry["errors"])
-    result = None
-    if not errors:
-        arrays = {k: np.asarray(v, dtype=float) for k, v in entry["matrices"].items()}
-        try:
-            result = services.attention_playground(
-                **arrays, mask="causal" if entry["causal"] else "none", scale=entry["scale"]
-            )
-        except services.PlaygroundError as exc:
-            errors = [
-                msg if field == "non_field_errors" else f"{field}: {msg}"
-                for field, msgs in exc.errors.items()
-                for msg in msgs
-            ]
-    tokens = entry["tokens"]
-    context = {
-        "entry": entry,
-        "presets": PRESETS,
-        "preset_note": PRESETS[entry["preset"]]["note"] if entry["preset"] else "",
-        "editors": _editors(entry),
-        "max_grid": MAX_GRID,
-        "errors": errors,
-        "result": result,
-        "scores_caption": "Scores Q Kᵀ / √dₖ (before the mask)"
-        if entry["scale"]
-        else "Scores Q Kᵀ (unscaled, before the mask)",
-        "query_labels": tokens[: len(result["Q"])] if result else tokens,
-        "key_labels": tokens[: len(result["K"])] if result else tokens,
-        "prediction": preset_question(entry["preset"]) if entry["preset"] else None,
-    }
-    return render(request, "exercises/playground.html", context, status=400 if errors else 200)

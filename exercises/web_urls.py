@@ -1,9 +1,9 @@
 from django.urls import path
 
-from . import views
+from . import playground_views, views
 
 urlpatterns = [
     path("exercises/", views.exercise_list, name="exercise-index"),
     path("exercises/<int:pk>/", views.exercise_detail, name="exercise-page"),
-    path("playground/", views.playground, name="playground"),
+    path("playground/", playground_views.playground, name="playground"),
 ]

@@ -15,7 +15,8 @@ information).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from exercises.kinds.base import (
     ROUNDING_RULE,
     ExerciseKind,
     Follow,
+    Generated,
     ParamSpec,
     as_json,
     register,
@@ -46,7 +48,8 @@ MAX_TRIES = 400
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-z))
+    p: np.ndarray = 1.0 / (1.0 + np.exp(-z))
+    return p
 
 
 def cls_readout(
@@ -138,7 +141,17 @@ def _draw(rng: np.random.Generator, case: str, n_inputs: int, n: int) -> dict[st
 INPUT_TRIES = 60
 
 
-def _draw_input(rng, case, q, w, h, k_cls, v_cls, sign, n):
+def _draw_input(
+    rng: np.random.Generator,
+    case: str,
+    q: np.ndarray,
+    w: np.ndarray,
+    h: int,
+    k_cls: np.ndarray,
+    v_cls: np.ndarray,
+    sign: int,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray]:
     # (d,) ... -> K (n, d), V (n, d): rows are tokens, the last one [CLS].
     K = rng.integers(-2, 3, size=(n, D))
     V = rng.integers(-2, 3, size=(n, D))
@@ -166,7 +179,16 @@ def _draw_input(rng, case, q, w, h, k_cls, v_cls, sign, n):
     return K, V
 
 
-def _input_fits(case, q, K, V, w, b, h, sign) -> bool:
+def _input_fits(
+    case: str,
+    q: np.ndarray,
+    K: np.ndarray,
+    V: np.ndarray,
+    w: np.ndarray,
+    b: int,
+    h: int,
+    sign: int,
+) -> bool:
     """One input on its own: clear of the threshold, in the direction the case wants."""
     weights, p_with = cls_readout(q, K.astype(float), V.astype(float), w, b, None)
     _, p_without = cls_readout(q, K.astype(float), V.astype(float), w, b, h)
@@ -212,7 +234,7 @@ class AblationKind(ExerciseKind):
         "classifier, measure the change in the output probability over a few inputs and "
         "decide whether the model relies on the token or its weight is decoration."
     )
-    params = {
+    params: ClassVar[dict[str, ParamSpec]] = {
         "n_inputs": ParamSpec("int", 3, "How many inputs the change is measured on.", 2, 5),
         "n": ParamSpec("int", 3, "Tokens per input, the final [CLS] token included.", 3, 5),
         "case": ParamSpec(
@@ -225,7 +247,7 @@ class AblationKind(ExerciseKind):
     mistakes = ("high_weight_as_reliance", "ablation_masked_query")
     max_attempts = 4
 
-    def generate(self, params, rng):
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n_inputs, n = params["n_inputs"], params["n"]
         case = params["case"]
         if case == "random":
@@ -240,7 +262,9 @@ class AblationKind(ExerciseKind):
             if _acceptable(case, found, candidate["highlighted"]):
                 inputs, expected = candidate, found
                 break
-        if inputs is None:  # never seen in practice; a valid variant all the same
+        if (
+            inputs is None or expected is None
+        ):  # never seen in practice; a valid variant all the same
             inputs = _draw(rng, "high_weight", n_inputs, n)
             expected = evaluate(inputs)
         return self.variant(
@@ -289,7 +313,7 @@ class AblationKind(ExerciseKind):
                 "the [CLS] row's attention weights, one row per input; (2) `p_with`: the "
                 f"probability; (3) `p_without`: the probability with token {h} masked as a "
                 r"key (its score becomes $-\infty$ in the [CLS] row, the other weights "
-                "renormalise, everything else stays); (4) `change` = `p_without` − `p_with`.",
+                "renormalise, everything else stays); (4) `change` = `p_without` \N{MINUS SIGN} `p_with`.",
                 f"(5) The verdict, by the lesson's rule: **reliance** when every input's "
                 f"|change| is at least {THRESHOLD} and all changes have the same sign (large "
                 "and consistent: evidence of reliance, not of causation); otherwise "
@@ -298,7 +322,9 @@ class AblationKind(ExerciseKind):
             ]
         )
 
-    def answers_under(self, inputs, recipe, decimals=None):
+    def answers_under(
+        self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
+    ) -> dict[str, np.ndarray] | None:
         how = recipe.get("ablation")
         if set(recipe) - {"ablation"} or how not in (None, "weight_as_reliance", "query_mask"):
             return None
@@ -317,7 +343,12 @@ class AblationKind(ExerciseKind):
             out["verdict"] = _weight_verdict(out["weights"], int(inputs["highlighted"]))
         return out
 
-    def follow_on(self, inputs, given, recipe=None):
+    def follow_on(
+        self,
+        inputs: dict[str, Any],
+        given: Mapping[str, np.ndarray],
+        recipe: Mapping[str, Any] | None = None,
+    ) -> dict[str, Follow]:
         recipe = recipe or {}
         how = recipe.get("ablation")
         if how == "weight_as_reliance":

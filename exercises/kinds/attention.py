@@ -1,3 +1,4 @@
+# One module on purpose: the attention kinds share the recipes (scores, weights, mix) above them.
 """Kinds computed through one or several attention heads.
 
 Mask convention (the seeds' ``np.triu(..., k=1)``): ``mask[i, j]`` True means query i
@@ -7,7 +8,7 @@ may not read key j; that score becomes minus infinity before the softmax.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -36,7 +37,7 @@ LESSON_W_K = np.array([[1, 0], [1, 1], [0, 1]])
 LESSON_W_V = np.array([[2, 0], [0, 2], [1, 1]])
 LESSON_TOKENS = ("bag", "delayed", "refund")
 
-ATTENTION_MISTAKES = (
+ATTENTION_MISTAKES: tuple[str, ...] = (
     "no_scale",
     "no_mask",
     "mask_after_softmax",
@@ -77,16 +78,38 @@ def scores_by_recipe(
     ("none", "d_k": divided by d_k, "sqrt_d_model"). None when the mistake cannot be
     made with these shapes or would change nothing (no scale to forget, d_k = 1).
     """
-    n_q, d_k = Q.shape
-    n_k = K.shape[0]
+    d_k = Q.shape[1]
+    how = _scale_how(scale, recipe, d_k, d_model)
+    raw = None if how is None else _raw_scores(Q, K, recipe.get("scores"))
+    if raw is None:
+        return None
+    scores: np.ndarray = raw
+    if how == "sqrt_dk":
+        scores = raw / np.sqrt(d_k)
+    elif how == "d_k":
+        scores = raw / d_k
+    elif how == "sqrt_d_model":
+        scores = raw / np.sqrt(d_model or d_k)  # d_model is set: _scale_how checked it
+    return scores
+
+
+def _scale_how(scale: bool, recipe: Mapping[str, Any], d_k: int, d_model: int | None) -> str | None:
+    """How the recipe scales the scores, or None when its scale mistake cannot be made."""
     how = recipe.get("scale")
     if how is None:
-        how = "sqrt_dk" if scale else "none"
-    elif not scale:
+        return "sqrt_dk" if scale else "none"
+    if not scale:
         return None  # every scale mistake needs an exercise that scales
-    elif how == "d_k" and d_k == 1 or how == "sqrt_d_model" and (not d_model or d_model == d_k):
+    if (how == "d_k" and d_k == 1) or (how == "sqrt_d_model" and (not d_model or d_model == d_k)):
         return None
-    order = recipe.get("scores")
+    return str(how)
+
+
+def _raw_scores(Q: np.ndarray, K: np.ndarray, order: object) -> np.ndarray | None:
+    """# (n_q, d_k), (n_k, d_k) -> (n_q, n_k): Q K^T, or the recipe's wrong order of it."""
+    n_q, d_k = Q.shape
+    n_k = K.shape[0]
+    raw: np.ndarray
     if order == "k_q":
         if n_q != n_k:
             return None
@@ -97,12 +120,6 @@ def scores_by_recipe(
         raw = Q @ K
     else:
         raw = Q @ K.T
-    if how == "sqrt_dk":
-        return raw / np.sqrt(d_k)
-    if how == "d_k":
-        return raw / d_k
-    if how == "sqrt_d_model":
-        return raw / np.sqrt(d_model)
     return raw
 
 
@@ -135,13 +152,17 @@ def weights_by_recipe(
     return weights
 
 
-def mix_by_recipe(weights: np.ndarray, V: np.ndarray, recipe: Mapping[str, Any]):
+def mix_by_recipe(
+    weights: np.ndarray, V: np.ndarray, recipe: Mapping[str, Any]
+) -> np.ndarray | None:
     """# (n_q, n_k), (n_k, d_v) -> (n_q, d_v); ``mix`` "a_t_v" is A^T V (square A only)."""
     if recipe.get("mix") == "a_t_v":
         if weights.shape[0] != weights.shape[1]:
             return None
-        return weights.T @ V
-    return weights @ V
+        mixed: np.ndarray = weights.T @ V
+    else:
+        mixed = weights @ V
+    return mixed
 
 
 def attention_by_recipe(
@@ -234,7 +255,9 @@ STEPS_SCALED = r"the scores $S = QK^\top/\sqrt{d_k}$"
 STEPS_UNSCALED = r"the scores $S = QK^\top$ (no scaling in this exercise)"
 
 
-def _attention_prompt(lead: str, Q, K, V, mask, scale: bool, asks: str) -> str:
+def _attention_prompt(
+    lead: str, Q: np.ndarray, K: np.ndarray, V: np.ndarray, mask: np.ndarray, scale: bool, asks: str
+) -> str:
     d_k = Q.shape[1]
     blocked = bool(mask.any())
     parts = [
@@ -257,14 +280,16 @@ class _AttentionFamily(ExerciseKind):
     mistakes = ATTENTION_MISTAKES
     asked: tuple[str, ...] = ("scores", "weights", "output")
 
-    def finish_params(self, params):
+    def finish_params(self, params: dict[str, Any]) -> dict[str, Any]:
         scale_needs_width(params, "d_k")
         return params
 
-    def params_rules(self):
+    def params_rules(self) -> list[dict[str, Any]]:
         return [scale_width_rule("d_k")]
 
-    def answers_under(self, inputs, recipe, decimals=None):
+    def answers_under(
+        self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
+    ) -> dict[str, np.ndarray] | None:
         Q, K, V = _arrays(inputs, "Q", "K", "V")
         mask = np.asarray(inputs["mask"], dtype=bool)
         out = attention_by_recipe(
@@ -272,7 +297,12 @@ class _AttentionFamily(ExerciseKind):
         )
         return None if out is None else {name: out[name] for name in self.asked}
 
-    def follow_on(self, inputs, given, recipe=None):
+    def follow_on(
+        self,
+        inputs: dict[str, Any],
+        given: Mapping[str, np.ndarray],
+        recipe: Mapping[str, Any] | None = None,
+    ) -> dict[str, Follow]:
         recipe = recipe or {}
         out: dict[str, Follow] = {}
         mask = np.asarray(inputs["mask"], dtype=bool)
@@ -287,7 +317,7 @@ class _AttentionFamily(ExerciseKind):
                 out["output"] = Follow(output, ("weights",), "your weights")
         return out
 
-    def degenerate(self, generated):
+    def degenerate(self, generated: Generated) -> str | None:
         mask = np.asarray(generated.inputs["mask"], dtype=bool)
         reason = weights_degenerate(np.asarray(generated.solution["weights"]), mask)
         if reason is None and "output" in generated.solution:
@@ -303,7 +333,7 @@ class AttentionKind(_AttentionFamily):
         "Given Q, K and V for a few tokens, compute the scores, the row-wise softmax "
         "weights and the output of one attention head."
     )
-    params = {
+    params: ClassVar[dict[str, ParamSpec]] = {
         "n": ParamSpec("int", 3, SIZE_HELP, 2, MAX_TOKENS),
         "d_k": ParamSpec(
             "int", 2, "Width of queries and keys (at least 2 with scale on).", 1, MAX_WIDTH
@@ -323,7 +353,7 @@ class AttentionKind(_AttentionFamily):
         ),
     }
 
-    def finish_params(self, params):
+    def finish_params(self, params: dict[str, Any]) -> dict[str, Any]:
         if params["mask"] == "padding" and params["n"] < 3:
             raise ParamError(
                 "n",
@@ -332,7 +362,7 @@ class AttentionKind(_AttentionFamily):
             )
         return super().finish_params(params)
 
-    def params_rules(self):
+    def params_rules(self) -> list[dict[str, Any]]:
         padding_needs_three = {
             "anyOf": [
                 {"properties": {"mask": {"enum": ["none", "causal"]}}},
@@ -341,10 +371,10 @@ class AttentionKind(_AttentionFamily):
         }
         return [*super().params_rules(), padding_needs_three]
 
-    def generate(self, params, rng):
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         return _predict_first(self._generate(params, rng), params["predict"], rng)
 
-    def _generate(self, params, rng):
+    def _generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n, d_k, d_v, hi = params["n"], params["d_k"], params["d_v"], params["max_abs"]
         ints = rng.integers(-hi, hi + 1, size=n * (2 * d_k + d_v))
         Qi = ints[: n * d_k].reshape(n, d_k)
@@ -413,7 +443,7 @@ class ProjectionKind(ExerciseKind):
         "Project the token matrix X with W_Q, W_K and W_V, then compute the weights and "
         "output of the head. The default uses the lesson's 'bag delayed refund' tokens."
     )
-    params = {
+    params: ClassVar[dict[str, ParamSpec]] = {
         "preset": ParamSpec(
             "choice",
             "lesson",
@@ -451,28 +481,29 @@ class ProjectionKind(ExerciseKind):
     }
     mistakes = ATTENTION_MISTAKES
 
-    def finish_params(self, params):
+    def finish_params(self, params: dict[str, Any]) -> dict[str, Any]:
         if params["preset"] == "lesson":
             # The lesson's sizes are fixed; store them so the saved parameters tell the truth.
             params.update(n=3, d_model=3, d_k=2, x="one_hot")
         scale_needs_width(params, "d_k")
         return params
 
-    def params_rules(self):
+    def params_rules(self) -> list[dict[str, Any]]:
         return [scale_width_rule("d_k", preset=["lesson"])]
 
-    def generate(self, params, rng):
+    @staticmethod
+    def _draw(
+        params: dict[str, Any], rng: np.random.Generator
+    ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray], list[str] | None, str]:
+        """``(X, (W_Q, W_K, W_V), tokens, lead)``: the lesson's tokens, or drawn ones."""
         n, d_model, d_k = params["n"], params["d_model"], params["d_k"]
-        tokens = None
         if params["preset"] == "lesson":
-            Wq, Wk, Wv = LESSON_W_Q, LESSON_W_K, LESSON_W_V
             order = [0, 1, 2]
             if params["vary"]:
                 # Another sequence of the lesson's tokens for every variant, never one token thrice.
                 order = rng.integers(0, 3, size=3).tolist()
                 while len(set(order)) < 2:
                     order = rng.integers(0, 3, size=3).tolist()
-            Xi = LESSON_X.astype(int)[order]
             tokens = [LESSON_TOKENS[i] for i in order]
             lead = (
                 "The lesson's tokens *bag*, *delayed* and *refund* are the one-hot vectors "
@@ -480,14 +511,18 @@ class ProjectionKind(ExerciseKind):
                 f"The sequence *{' '.join(tokens)}* is $X$, one row per token, so each "
                 "token's query is its row of $W_Q$."
             )
+            return LESSON_X.astype(int)[order], (LESSON_W_Q, LESSON_W_K, LESSON_W_V), tokens, lead
+        if params["x"] == "one_hot":
+            Xi = np.eye(d_model, dtype=int)[rng.integers(0, d_model, size=n)]
         else:
-            if params["x"] == "one_hot":
-                Xi = np.eye(d_model, dtype=int)[rng.integers(0, d_model, size=n)]
-            else:
-                Xi = rng.integers(0, 3, size=(n, d_model))
-            W = rng.integers(-1, 3, size=(3, d_model, d_k))
-            Wq, Wk, Wv = W[0], W[1], W[2]
-            lead = f"{n} tokens are the rows of $X$ ($d_{{model}} = {d_model}$)."
+            Xi = rng.integers(0, 3, size=(n, d_model))
+        W = rng.integers(-1, 3, size=(3, d_model, d_k))
+        lead = f"{n} tokens are the rows of $X$ ($d_{{model}} = {d_model}$)."
+        return Xi, (W[0], W[1], W[2]), None, lead
+
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
+        n, d_k = params["n"], params["d_k"]
+        Xi, (Wq, Wk, Wv), tokens, lead = self._draw(params, rng)
         mask = causal(n) if params["mask"] == "causal" else np.zeros((n, n), dtype=bool)
         Q, K, V = engine.project(
             Xi.astype(float), Wq.astype(float), Wk.astype(float), Wv.astype(float)
@@ -544,7 +579,9 @@ class ProjectionKind(ExerciseKind):
             },
         )
 
-    def answers_under(self, inputs, recipe, decimals=None):
+    def answers_under(
+        self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
+    ) -> dict[str, np.ndarray] | None:
         X, Wq, Wk, Wv = _arrays(inputs, "X", "W_Q", "W_K", "W_V")
         mask = np.asarray(inputs["mask"], dtype=bool)
         Q, K, V = (_r(X @ W, decimals) for W in (Wq, Wk, Wv))
@@ -553,7 +590,12 @@ class ProjectionKind(ExerciseKind):
             return None
         return {"Q": Q, "K": K, "V": V, "weights": out["weights"], "output": out["output"]}
 
-    def follow_on(self, inputs, given, recipe=None):
+    def follow_on(
+        self,
+        inputs: dict[str, Any],
+        given: Mapping[str, np.ndarray],
+        recipe: Mapping[str, Any] | None = None,
+    ) -> dict[str, Follow]:
         recipe = recipe or {}
         mask = np.asarray(inputs["mask"], dtype=bool)
         out: dict[str, Follow] = {}
@@ -566,7 +608,7 @@ class ProjectionKind(ExerciseKind):
             out["output"] = Follow(output, ("weights", "V"), "your weights and V")
         return out
 
-    def degenerate(self, generated):
+    def degenerate(self, generated: Generated) -> str | None:
         mask = np.asarray(generated.inputs["mask"], dtype=bool)
         return weights_degenerate(
             np.asarray(generated.solution["weights"]), mask
@@ -586,7 +628,14 @@ class _MaskedWeightsKind(_AttentionFamily):
     )
     asked = ("weights",)
 
-    def _generated(self, params, rng, n: int, mask: np.ndarray, lead: str) -> Generated:
+    def _generated(
+        self,
+        params: dict[str, Any],
+        rng: np.random.Generator,
+        n: int,
+        mask: np.ndarray,
+        lead: str,
+    ) -> Generated:
         d_k, scale = params["d_k"], params["scale"]
         ints = rng.integers(-2, 3, size=n * 3 * d_k)
         Qi = ints[: n * d_k].reshape(n, d_k)
@@ -627,7 +676,7 @@ class CausalKind(_MaskedWeightsKind):
         "A decoder may not read future tokens: compute the attention weights with the "
         "causal mask applied before the softmax."
     )
-    params = {
+    params: ClassVar[dict[str, ParamSpec]] = {
         "n": ParamSpec("int", 3, SIZE_HELP, 2, MAX_TOKENS),
         "d_k": ParamSpec(
             "int",
@@ -646,7 +695,7 @@ class CausalKind(_MaskedWeightsKind):
         ),
     }
 
-    def generate(self, params, rng):
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n = params["n"]
         lead = (
             f"{n} tokens of a decoder have queries $Q$, keys $K$ and values $V$, one row per "
@@ -664,7 +713,7 @@ class PaddingKind(_MaskedWeightsKind):
         "A short sentence padded to the batch length: compute the attention weights with "
         "the padded keys blocked before the softmax."
     )
-    params = {
+    params: ClassVar[dict[str, ParamSpec]] = {
         # With one real token every query reads one key: the weights would not depend on the scores.
         "n_real": ParamSpec("int", 2, "Real tokens.", 2, 6),
         "n_pad": ParamSpec("int", 1, "Padding tokens after them.", 1, 2),
@@ -678,7 +727,7 @@ class PaddingKind(_MaskedWeightsKind):
         "scale": SCALE_SPEC,
     }
 
-    def generate(self, params, rng):
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n_real, n_pad = params["n_real"], params["n_pad"]
         n = n_real + n_pad
         lead = (
@@ -698,7 +747,7 @@ class MultiHeadKind(ExerciseKind):
         "Split the projections into heads, compute each head's weights, concatenate the "
         "head outputs and mix them with W_O."
     )
-    params = {
+    params: ClassVar[dict[str, ParamSpec]] = {
         "n": ParamSpec("int", 3, SIZE_HELP, 2, MAX_TOKENS),
         "heads": ParamSpec("int", 2, "Number of heads h.", 1, 4),
         "d_head": ParamSpec(
@@ -724,14 +773,14 @@ class MultiHeadKind(ExerciseKind):
     )
     max_attempts = 4
 
-    def finish_params(self, params):
+    def finish_params(self, params: dict[str, Any]) -> dict[str, Any]:
         scale_needs_width(params, "d_head")
         return params
 
-    def params_rules(self):
+    def params_rules(self) -> list[dict[str, Any]]:
         return [scale_width_rule("d_head")]
 
-    def generate(self, params, rng):
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n, h, d_head = params["n"], params["heads"], params["d_head"]
         d_model = h * d_head
         Xi = rng.integers(-1, 2, size=(n, d_model))
@@ -739,7 +788,10 @@ class MultiHeadKind(ExerciseKind):
         mask = causal(n) if params["mask"] == "causal" else np.zeros((n, n), dtype=bool)
         trace = engine.multi_head_attention(
             Xi.astype(float),
-            *(w.astype(float) for w in W),
+            W[0].astype(float),
+            W[1].astype(float),
+            W[2].astype(float),
+            W[3].astype(float),
             n_heads=h,
             mask=mask if mask.any() else None,
             scale=params["scale"],
@@ -783,15 +835,17 @@ class MultiHeadKind(ExerciseKind):
         )
 
     @staticmethod
-    def _heads(inputs) -> tuple[int, list[slice]]:
+    def _heads(inputs: Mapping[str, Any]) -> tuple[int, list[slice]]:
         h = int(inputs["heads"])
         d_head = len(inputs["X"][0]) // h
         return h, [slice(i * d_head, (i + 1) * d_head) for i in range(h)]
 
-    def answers_under(self, inputs, recipe, decimals=None):
+    def answers_under(
+        self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
+    ) -> dict[str, np.ndarray] | None:
         X, Wq, Wk, Wv, Wo = _arrays(inputs, "X", "W_Q", "W_K", "W_V", "W_O")
         mask = np.asarray(inputs["mask"], dtype=bool)
-        h, cols = self._heads(inputs)
+        _, cols = self._heads(inputs)
         Q, K, V = X @ Wq, X @ Wk, X @ Wv
         out: dict[str, np.ndarray] = {}
         heads = []
@@ -813,16 +867,22 @@ class MultiHeadKind(ExerciseKind):
         out["output"] = _r(np.concatenate(heads, axis=1) @ Wo, decimals)
         return out
 
-    def follow_on(self, inputs, given, recipe=None):
+    def follow_on(
+        self,
+        inputs: dict[str, Any],
+        given: Mapping[str, np.ndarray],
+        recipe: Mapping[str, Any] | None = None,
+    ) -> dict[str, Follow]:
         recipe = recipe or {}
         X, Wv, Wo = _arrays(inputs, "X", "W_V", "W_O")
         h, cols = self._heads(inputs)
         V = X @ Wv
-        heads = [
-            mix_by_recipe(given[f"weights_head_{i}"], V[:, c], recipe) for i, c in enumerate(cols)
-        ]
-        if any(head is None for head in heads):
-            return {}
+        heads: list[np.ndarray] = []
+        for i, c in enumerate(cols):
+            head = mix_by_recipe(given[f"weights_head_{i}"], V[:, c], recipe)
+            if head is None:
+                return {}
+            heads.append(head)
         # The heads' outputs are not asked: rounding each to three decimals moves an
         # output cell by up to half a unit of the third decimal times its column of |W_O|.
         slack = 0.5 * 10.0**-STEP_DECIMALS * np.abs(Wo).sum(axis=0)
@@ -835,7 +895,7 @@ class MultiHeadKind(ExerciseKind):
             )
         }
 
-    def degenerate(self, generated):
+    def degenerate(self, generated: Generated) -> str | None:
         mask = np.asarray(generated.inputs["mask"], dtype=bool)
         for i in range(int(generated.inputs["heads"])):
             reason = weights_degenerate(np.asarray(generated.solution[f"weights_head_{i}"]), mask)

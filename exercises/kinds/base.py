@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -103,24 +103,28 @@ class ParamSpec:
                     return value
             options = ", ".join(repr(c) for c in self.choices or ())
             raise ParamError(name, f"Expected one of {options}, got {value!r}.")
+        return self._clean_number(name, value)
+
+    def _clean_number(self, name: str, value: Any) -> int | float:
+        """An int or float parameter: its type, then its range and step."""
+        number: int | float
         if self.type == "int":
-            if type(value) is float and value.is_integer():
-                value = int(value)
-            if type(value) is not int:
+            number = int(value) if type(value) is float and value.is_integer() else value
+            if type(number) is not int:
                 raise ParamError(name, f"Expected an integer, got {value!r}.")
         else:
             if type(value) not in (int, float) or not math.isfinite(value):
                 raise ParamError(name, f"Expected a finite number, got {value!r}.")
-            value = float(value)
-        if (self.min is not None and value < self.min) or (
-            self.max is not None and value > self.max
+            number = float(value)
+        if (self.min is not None and number < self.min) or (
+            self.max is not None and number > self.max
         ):
             raise ParamError(
-                name, f"Expected a value from {self.min} to {self.max}, got {value!r}."
+                name, f"Expected a value from {self.min} to {self.max}, got {number!r}."
             )
-        if self.multiple_of and value % self.multiple_of:
-            raise ParamError(name, f"Expected a multiple of {self.multiple_of}, got {value!r}.")
-        return value
+        if self.multiple_of and number % self.multiple_of:
+            raise ParamError(name, f"Expected a multiple of {self.multiple_of}, got {number!r}.")
+        return number
 
 
 SEED_SPEC = ParamSpec(
@@ -159,10 +163,6 @@ class Generated:
     rtol: float = DEFAULT_RTOL
     atol: float = DEFAULT_ATOL
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
-
-    @property
-    def tolerance(self) -> dict[str, float]:
-        return {"rtol": self.rtol, "atol": self.atol}
 
 
 class ExerciseKind:
@@ -312,14 +312,6 @@ def as_json(a: np.ndarray | float) -> Any:
     return np.round(arr, 12).tolist()
 
 
-def shape_words(shape: list[int] | tuple[int, ...]) -> str:
-    if not shape:
-        return "a number"
-    if len(shape) == 1:
-        return f"a vector of {shape[0]}"
-    return f"a {shape[0]}×{shape[1]} matrix"
-
-
 def _num(x: float) -> str:
     if float(x).is_integer():
         return str(int(x))
@@ -339,12 +331,3 @@ def tex_matrix(a: Any) -> str:
 def tex_vector(v: Any) -> str:
     vals = v.tolist() if isinstance(v, np.ndarray) else v
     return "(" + ", ".join(_num(x) for x in vals) + ")"
-
-
-@dataclass
-class Ask:
-    name: str
-    shape: list[int] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "shape": list(self.shape)}

@@ -1,8 +1,10 @@
+# One module on purpose: the theory kinds are small and read best side by side.
 """Kinds about shapes, positions, the sqrt(d_k) scale and cost: small formulas, no matrices to mix."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -11,6 +13,7 @@ from exercises.kinds.base import (
     ROUNDING_RULE,
     ExerciseKind,
     Follow,
+    Generated,
     ParamError,
     ParamSpec,
     as_json,
@@ -49,7 +52,7 @@ class ShapesKind(ExerciseKind):
         "Given n tokens, d_model and h heads, write the shape of every matrix through one "
         "head and the multi-head block."
     )
-    params = {
+    params: ClassVar[dict[str, ParamSpec]] = {
         "n": ParamSpec("int", 6, "Number of tokens.", 1, 4096),
         "heads": ParamSpec("int", 2, "Number of heads h.", 1, 64),
         "d_head": ParamSpec("int", 4, "Width of each head, d_k = d_model / h.", 1, 256),
@@ -60,7 +63,7 @@ class ShapesKind(ExerciseKind):
     atol = 0.0
     mistakes = ("d_model_for_d_k",)
 
-    def finish_params(self, params):
+    def finish_params(self, params: dict[str, Any]) -> dict[str, Any]:
         if not params["vary"]:
             n, h, d = params["n"], params["heads"], params["d_head"]
             if len({n, d, h * d}) < 3:
@@ -71,7 +74,7 @@ class ShapesKind(ExerciseKind):
                 )
         return params
 
-    def generate(self, params, rng):
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n, h, d_k = params["n"], params["heads"], params["d_head"]
         if params["vary"]:
             n = _around(rng, n, 2, 4096)
@@ -107,7 +110,9 @@ class ShapesKind(ExerciseKind):
             "output_shape": [n, d_model],
         }
 
-    def answers_under(self, inputs, recipe, decimals=None):
+    def answers_under(
+        self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
+    ) -> dict[str, np.ndarray] | None:
         n, d_model, h = inputs["n"], inputs["d_model"], inputs["heads"]
         if not recipe:
             shapes = self._shapes(n, d_model, d_model // h)
@@ -118,7 +123,12 @@ class ShapesKind(ExerciseKind):
             return None
         return {k: np.asarray(v) for k, v in shapes.items()}
 
-    def follow_on(self, inputs, given, recipe=None):
+    def follow_on(
+        self,
+        inputs: dict[str, Any],
+        given: Mapping[str, np.ndarray],
+        recipe: Mapping[str, Any] | None = None,
+    ) -> dict[str, Follow]:
         h, d_model = inputs["heads"], inputs["d_model"]
         q, k, v = given["Q_shape"], given["K_shape"], given["V_shape"]
         scores = given["scores_shape"]
@@ -142,7 +152,7 @@ class ShapesKind(ExerciseKind):
             ),
         }
 
-    def degenerate(self, generated):
+    def degenerate(self, generated: Generated) -> str | None:
         n, d_model, h = (generated.inputs[k] for k in ("n", "d_model", "heads"))
         if len({n, d_model // h, d_model}) < 3:
             return "n, d_k and d_model are not all different"
@@ -152,7 +162,7 @@ class ShapesKind(ExerciseKind):
 PE_LAYOUTS = ("interleaved", "sines_then_cosines", "either")
 
 
-def pe_rows(positions, d: int, layout: str) -> np.ndarray:
+def pe_rows(positions: Sequence[int] | np.ndarray, d: int, layout: str) -> np.ndarray:
     """# (p,), d -> (p, d). 'interleaved' is the paper's sin, cos, sin, cos, ...;
     'sines_then_cosines' is the lab code's: all d/2 sines, then the cosines of the same angles."""
     pos = np.asarray(positions, dtype=float)[:, None]
@@ -182,7 +192,7 @@ class PositionalEncodingKind(ExerciseKind):
         "positions, in the layout the exercise names: the paper's interleaved sine and "
         "cosine, or the lab code's sines then cosines."
     )
-    params = {
+    params: ClassVar[dict[str, ParamSpec]] = {
         "d_model": ParamSpec(
             "int", 4, "Width of the position vectors (even).", 2, 64, multiple_of=2
         ),
@@ -199,7 +209,7 @@ class PositionalEncodingKind(ExerciseKind):
     }
     mistakes = ("pe_concatenated", "pe_interleaved", "pe_sin_cos_swapped")
 
-    def generate(self, params, rng):
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         d, layout = params["d_model"], params["layout"]
         picked = sorted(
             int(p)
@@ -250,11 +260,13 @@ class PositionalEncodingKind(ExerciseKind):
         )
 
     @staticmethod
-    def _layout(inputs) -> str:
-        layout = inputs.get("layout", "interleaved")
+    def _layout(inputs: Mapping[str, Any]) -> str:
+        layout = str(inputs.get("layout", "interleaved"))
         return "interleaved" if layout == "either" else layout
 
-    def answers_under(self, inputs, recipe, decimals=None):
+    def answers_under(
+        self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
+    ) -> dict[str, np.ndarray] | None:
         d, positions = inputs["d_model"], inputs["positions"]
         asked, allowed = self._layout(inputs), inputs.get("layout", "interleaved")
         how = recipe.get("pe_layout")
@@ -277,7 +289,7 @@ class PositionalEncodingKind(ExerciseKind):
             rows = np.round(rows, decimals)
         return {f"pe_{p}": rows[i] for i, p in enumerate(positions)}
 
-    def accepted_alternatives(self, inputs):
+    def accepted_alternatives(self, inputs: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         if inputs.get("layout") != "either":
             return []
         rows = pe_rows(inputs["positions"], inputs["d_model"], "sines_then_cosines")
@@ -300,7 +312,7 @@ class ScalingKind(ExerciseKind):
         "The variance of a query-key dot product grows with d_k; compare the softmax of "
         "the same scores with and without the 1/sqrt(d_k) scale."
     )
-    params = {
+    params: ClassVar[dict[str, ParamSpec]] = {
         # Below 4 the unscaled row of hand-sized scores rarely saturates: nothing to compare.
         "d_k": ParamSpec(
             "int",
@@ -319,7 +331,7 @@ class ScalingKind(ExerciseKind):
     }
     mistakes = ("sd_for_variance", "divided_by_d_k", "scale_swapped")
 
-    def generate(self, params, rng):
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         d_k, n = params["d_k"], params["n"]
         # Raw scores drawn like dot products of unit-variance vectors: variance d_k.
         raw = np.rint(rng.normal(0.0, np.sqrt(d_k), size=n)).astype(int)
@@ -331,6 +343,7 @@ class ScalingKind(ExerciseKind):
             "(3) the softmax of the unscaled scores. " + ROUNDING_RULE
         )
         solution = self.answers_under({"d_k": d_k, "scores": raw.tolist()}, {})
+        assert solution is not None  # the empty recipe always applies
         generated = self.variant(
             prompt=prompt,
             inputs={"d_k": d_k, "scores": raw.tolist()},
@@ -349,7 +362,9 @@ class ScalingKind(ExerciseKind):
             generated = predictions.with_prediction(generated, predictions.scale_question(raw, d_k))
         return generated
 
-    def answers_under(self, inputs, recipe, decimals=None):
+    def answers_under(
+        self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
+    ) -> dict[str, np.ndarray] | None:
         d_k = inputs["d_k"]
         s = np.asarray(inputs["scores"], dtype=float)
         out = {
@@ -372,7 +387,7 @@ class ScalingKind(ExerciseKind):
             out = {k: np.round(v, decimals) for k, v in out.items()}
         return out
 
-    def degenerate(self, generated):
+    def degenerate(self, generated: Generated) -> str | None:
         scaled = max(generated.solution["weights_scaled"])
         unscaled = max(generated.solution["weights_unscaled"])
         if unscaled < SATURATED:
@@ -383,10 +398,10 @@ class ScalingKind(ExerciseKind):
 
 
 def quadratic_share(n: int, d_model: int) -> float:
-    """Share of one layer's multiply-adds spent on the n×n part (batch 1, forward pass).
+    """Share of one layer's multiply-adds spent on the n x n part (batch 1, forward pass).
 
     Per token: the projections Q, K, V and W_O take 4 n d² and the 4x feed-forward 8 n d²,
-    so 12 n d². The n×n part: Q K^T and A V take n² d each, so 2 n² d. The share is
+    so 12 n d². The n x n part: Q K^T and A V take n² d each, so 2 n² d. The share is
     2n²d / (2n²d + 12nd²) = n / (n + 6d), one half at n = 6 d.
     """
     return n / (n + 6 * d_model)
@@ -401,9 +416,9 @@ class CostKind(ExerciseKind):
     title = "The cost of attention"
     description = (
         "Count score-matrix entries and their memory, the parameters of a layer, and the "
-        "share of a layer's compute spent on the n×n part."
+        "share of a layer's compute spent on the n\N{MULTIPLICATION SIGN}n part."
     )
-    params = {
+    params: ClassVar[dict[str, ParamSpec]] = {
         "n": ParamSpec("int", 4096, "Context length in tokens.", 1, 1_048_576),
         "d_model": ParamSpec("int", 768, "Model width.", 1, 65_536),
         "heads": ParamSpec("int", 12, "Heads per layer.", 1, 256),
@@ -418,7 +433,7 @@ class CostKind(ExerciseKind):
     atol = 0.0
     mistakes = ("bytes_one_head", "share_qk_only", "params_with_biases")
 
-    def generate(self, params, rng):
+    def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n, d, h, L, b = (
             params["n"],
             params["d_model"],
@@ -445,6 +460,7 @@ class CostKind(ExerciseKind):
         )
         inputs = {"n": n, "d_model": d, "heads": h, "layers": L, "bytes_per_entry": b}
         right = self.answers_under(inputs, {})
+        assert right is not None  # the empty recipe always applies
         return self.variant(
             prompt=prompt,
             inputs=inputs,
@@ -461,7 +477,9 @@ class CostKind(ExerciseKind):
             },
         )
 
-    def answers_under(self, inputs, recipe, decimals=None):
+    def answers_under(
+        self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
+    ) -> dict[str, np.ndarray] | None:
         n, d, h, L, b = (inputs[k] for k in ("n", "d_model", "heads", "layers", "bytes_per_entry"))
         # Python integers: the counts exceed what a float holds exactly.
         out: dict[str, Any] = {
@@ -488,7 +506,12 @@ class CostKind(ExerciseKind):
             out["quadratic_share"] = float(f"{out['quadratic_share']:.3g}")
         return {k: np.asarray(v, dtype=object if k in COUNTS else float) for k, v in out.items()}
 
-    def follow_on(self, inputs, given, recipe=None):
+    def follow_on(
+        self,
+        inputs: dict[str, Any],
+        given: Mapping[str, np.ndarray],
+        recipe: Mapping[str, Any] | None = None,
+    ) -> dict[str, Follow]:
         per_entry = inputs["heads"] * inputs["layers"] * inputs["bytes_per_entry"]
         entries = given["score_entries"]
         return {
@@ -500,7 +523,7 @@ class CostKind(ExerciseKind):
         }
 
 
-def _as_int(value) -> Any:
+def _as_int(value: Any) -> Any:
     """An exact integer when ``value`` is integral, else the value itself."""
     v = value.item() if isinstance(value, np.ndarray) else value
     if isinstance(v, float) and v.is_integer():

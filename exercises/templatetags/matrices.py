@@ -8,11 +8,15 @@ get the picture; static/js/playground.js builds the same markup.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+
+from exercises.cells import Index, cell_name, cell_words, shape_words
 
 register = template.Library()
 
@@ -26,11 +30,11 @@ def fmt(value, decimals: int = 3) -> str:
         return str(value)  # counts in full, however large
     number = float(value)
     if math.isinf(number):
-        return "−∞" if number < 0 else "∞"
+        return "\N{MINUS SIGN}∞" if number < 0 else "∞"
     if number.is_integer() and abs(number) < 1e12:
         return str(int(number))
     text = f"{number:.{decimals}f}"
-    return "0" if text.strip("-0.") == "" else text.replace("-", "−")
+    return "0" if text.strip("-0.") == "" else text.replace("-", "\N{MINUS SIGN}")
 
 
 def heat_style(value) -> str:
@@ -129,16 +133,10 @@ def is_matrix(value) -> bool:
     return isinstance(value, list) and bool(value) and isinstance(value[0], list)
 
 
-def _cell_name(part: str, index: tuple[int, ...]) -> str:
-    return "-".join(["answer", part, *(str(i) for i in index)])
-
-
-def _cell_label(part: str, index: tuple[int, ...]) -> str:
-    if len(index) == 2:
-        return f"{part} row {index[0] + 1} column {index[1] + 1}"
-    if len(index) == 1:
-        return f"{part} entry {index[0] + 1}"
-    return part
+@register.filter
+def answer_cell_name(part: str) -> str:
+    """The form field of a part answered in one input (a number or a choice)."""
+    return cell_name(part)
 
 
 # A text keyboard: phone decimal keypads (iOS's among them) may have no minus sign.
@@ -157,81 +155,79 @@ def _pick(values, index: tuple[int, ...]):
     return values
 
 
-@register.simple_tag
-def answer_grid(
-    part: str,
-    shape,
-    values=None,
-    wrong_cells=None,
-    checked=False,
-    disabled: bool = False,
-    invalid_cells=None,
-    describedby: str = "",
-    follows: bool = False,
-    follows_from: str = "your earlier answers",
+def _shown(raw: Any) -> str:
+    """A submitted number as the learner typed it, without padding zeros; whole numbers
+    (counts) in full."""
+    if raw is None or isinstance(raw, bool):
+        return ""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, int) or (float(raw).is_integer() and abs(raw) < 1e21):
+        return str(int(raw))
+    return f"{float(raw):.6g}"
+
+
+@dataclass(frozen=True)
+class _Marking:
+    """How the cells of one part are marked once it is checked."""
+
+    wrong: frozenset[Index]
+    invalid: frozenset[Index]
+    checked: bool
+    follows: bool
+    follows_from: str
+
+    def state(self, index: Index) -> tuple[str, str]:
+        """``(class, mark)`` of one cell: right, wrong or follows, and its symbol."""
+        bad = index in self.wrong or index in self.invalid
+        if index in self.invalid:
+            return "wrong", ""
+        if bad and self.follows and self.checked:
+            return "follows", CELL_MARKS["follows"]
+        if bad:
+            return "wrong", CELL_MARKS["wrong"] if self.checked else ""
+        return ("right", CELL_MARKS["right"]) if self.checked else ("", "")
+
+
+def _answer_cell(
+    part: str, index: Index, shown: str, marking: _Marking, disabled: bool, describedby: str
 ) -> SafeString:
-    """Inputs for one asked part: a table of the part's shape, a single input for shape [].
-
-    Once checked, every cell carries a mark that does not rely on colour: a symbol with
-    the accessible name "right", "wrong" or "follows from your ..." (a wrong cell of a
-    part that follows from the learner's own earlier parts).
-    """
-    shape = list(shape or [])
-    wrong = {tuple(c) for c in (wrong_cells or [])}
-    invalid = {tuple(c) for c in (invalid_cells or [])}
-
-    def cell(index: tuple[int, ...]) -> SafeString:
-        raw = _pick(values, index) if values is not None else ""
-        # Show a submitted number as the learner typed it, without padding zeros; whole
-        # numbers (counts) in full.
-        if raw is None or isinstance(raw, bool):
-            shown = ""
-        elif isinstance(raw, str):
-            shown = raw
-        elif isinstance(raw, int) or (float(raw).is_integer() and abs(raw) < 1e21):
-            shown = str(int(raw))
-        else:
-            shown = f"{float(raw):.6g}"
-        bad = index in wrong or index in invalid
-        if index in invalid:
-            state, mark = "wrong", ""
-        elif bad and follows and checked:
-            state, mark = "follows", CELL_MARKS["follows"]
-        elif bad:
-            state, mark = "wrong", CELL_MARKS["wrong"] if checked else ""
-        else:
-            state, mark = ("right", CELL_MARKS["right"]) if checked else ("", "")
-        label = _cell_label(part, index)
-        mark_html = ""
-        described = [describedby] if describedby else []
-        if mark:
-            name = f"follows from {follows_from}" if state == "follows" else state
-            mark_id = "mark-" + _cell_name(part, index)
-            mark_html = format_html(
-                '<span class="cell-mark" id="{}" role="img" aria-label="{}" title="{}">{}</span>',
-                mark_id,
-                name,
-                name,
-                mark,
-            )
-            described.append(mark_id)  # the verdict is read with the cell
-        return format_html(
-            '<td class="{}"><input type="text" {} autocomplete="off" '
-            'name="{}" id="{}" value="{}" aria-label="{}"{}{}{}{}>{}</td>',
-            state,
-            NUMBER_INPUT_ATTRS,
-            _cell_name(part, index),
-            "id_" + _cell_name(part, index),
-            shown,
-            label,
-            mark_safe(' aria-invalid="true"') if bad and state != "follows" else "",
-            mark_safe(" disabled") if disabled else "",
-            format_html(' aria-describedby="{}"', " ".join(described)) if described else "",
-            # A long count stays readable in full.
-            format_html(' class="wide" size="{}"', len(shown) + 1) if len(shown) > 8 else "",
-            mark_html,
+    state, mark = marking.state(index)
+    bad = index in marking.wrong or index in marking.invalid
+    name = cell_name(part, index)
+    mark_html: SafeString | str = ""
+    described = [describedby] if describedby else []
+    if mark:
+        words = f"follows from {marking.follows_from}" if state == "follows" else state
+        mark_id = "mark-" + name
+        mark_html = format_html(
+            '<span class="cell-mark" id="{}" role="img" aria-label="{}" title="{}">{}</span>',
+            mark_id,
+            words,
+            words,
+            mark,
         )
+        described.append(mark_id)  # the verdict is read with the cell
+    return format_html(
+        '<td class="{}"><input type="text" {} autocomplete="off" '
+        'name="{}" id="{}" value="{}" aria-label="{}"{}{}{}{}>{}</td>',
+        state,
+        NUMBER_INPUT_ATTRS,
+        name,
+        "id_" + name,
+        shown,
+        cell_words(part, index),
+        mark_safe(' aria-invalid="true"') if bad and state != "follows" else "",
+        mark_safe(" disabled") if disabled else "",
+        format_html(' aria-describedby="{}"', " ".join(described)) if described else "",
+        # A long count stays readable in full.
+        format_html(' class="wide" size="{}"', len(shown) + 1) if len(shown) > 8 else "",
+        mark_html,
+    )
 
+
+def _grid_table(shape: list[int], cell: Callable[[Index], SafeString]) -> SafeString:
+    """The part's cells laid out: one input, a row of a vector, or rows of a matrix."""
     if not shape:
         return format_html(
             '<table class="answer-grid" role="presentation"><tr>{}</tr></table>', cell(())
@@ -258,11 +254,38 @@ def answer_grid(
     )
 
 
-@register.filter
-def shape_words(shape) -> str:
-    shape = list(shape or [])
-    if not shape:
-        return "a number"
-    if len(shape) == 1:
-        return f"a vector of {shape[0]}"
-    return f"a {shape[0]} × {shape[1]} matrix"
+@register.simple_tag
+def answer_grid(
+    part: str,
+    shape: Any,
+    values: Any = None,
+    wrong_cells: Any = None,
+    checked: Any = False,
+    disabled: bool = False,
+    invalid_cells: Any = None,
+    describedby: str = "",
+    follows: bool = False,
+    follows_from: str = "your earlier answers",
+) -> SafeString:
+    """Inputs for one asked part: a table of the part's shape, a single input for shape [].
+
+    Once checked, every cell carries a mark that does not rely on colour: a symbol with
+    the accessible name "right", "wrong" or "follows from your ..." (a wrong cell of a
+    part that follows from the learner's own earlier parts).
+    """
+    marking = _Marking(
+        wrong=frozenset(tuple(c) for c in (wrong_cells or [])),
+        invalid=frozenset(tuple(c) for c in (invalid_cells or [])),
+        checked=bool(checked),
+        follows=follows,
+        follows_from=follows_from,
+    )
+
+    def cell(index: Index) -> SafeString:
+        shown = _shown(_pick(values, index) if values is not None else "")
+        return _answer_cell(part, index, shown, marking, disabled, describedby)
+
+    return _grid_table(list(shape or []), cell)
+
+
+register.filter("shape_words", shape_words)

@@ -80,6 +80,7 @@
         input.setAttribute("autocapitalize", "off");
         input.spellcheck = false;
         input.autocomplete = "off";
+        // Named and labelled as exercises/cells.py names a playground cell.
         input.name = name + "-" + i + "-" + j;
         input.value = old[input.name] !== undefined ? old[input.name] : "0";
         input.setAttribute("aria-label", name + " row " + (i + 1) + " column " + (j + 1));

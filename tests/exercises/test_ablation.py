@@ -8,6 +8,7 @@ import pytest
 import yaml
 from django.test import Client
 
+from exercises.cells import cell_name
 from exercises.checking import check_answers
 from exercises.kinds import ablation, get_kind
 
@@ -206,9 +207,9 @@ def test_the_page_renders_the_verdict_as_radio_buttons_and_checks_it(api, learne
     g = variant(8)
     cells = {}
     for part in ("p_with", "p_without", "change"):
-        cells.update({f"answer-{part}-{i}": f"{v:.5f}" for i, v in enumerate(g.solution[part])})
+        cells.update({cell_name(part, (i,)): f"{v:.5f}" for i, v in enumerate(g.solution[part])})
     for i, row in enumerate(g.solution["weights"]):
-        cells.update({f"answer-weights-{i}-{j}": f"{v:.5f}" for j, v in enumerate(row)})
+        cells.update({cell_name("weights", (i, j)): f"{v:.5f}" for j, v in enumerate(row)})
     r = client.post(f"/exercises/{ex['id']}/submit/", cells)
     assert (
         r.status_code == 400 and "verdict: choose one of reliance, decoration" in r.content.decode()

@@ -1,12 +1,10 @@
 import threading
-from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.utils import timezone
 
 from exercises.models import Attempt, Exercise
-from exercises.services import exercise_create, exercises_purge_stale
+from exercises.services import exercise_create
 
 KINDS_URL = "/api/v1/exercises/kinds/"
 LIST_URL = "/api/v1/exercises/"
@@ -306,19 +304,6 @@ def test_submit_view_core_is_an_overridable_method(api, learner):
         },
     )
     assert result["correct"] is True
-
-
-@pytest.mark.django_db
-def test_purge_deletes_only_old_unattempted_exercises(learner):
-    old = exercise_create(owner=learner, kind="attention", params={})
-    tried = exercise_create(owner=learner, kind="attention", params={})
-    fresh = exercise_create(owner=learner, kind="attention", params={})
-    Exercise.objects.filter(pk__in=[old.pk, tried.pk]).update(
-        created_at=timezone.now() - timedelta(days=10)
-    )
-    Exercise.objects.filter(pk=tried.pk).update(attempts_used=1)
-    assert exercises_purge_stale(older_than=timezone.now() - timedelta(days=7)) == 1
-    assert set(Exercise.objects.values_list("pk", flat=True)) == {tried.pk, fresh.pk}
 
 
 @pytest.mark.postgres

@@ -8,10 +8,10 @@ import time_machine
 from django.test import Client
 
 from cards.models import Card, Deck, ExerciseBinding, ReviewLog
+from cards.services.housekeeping import purge_stale_exercises
 from exercises import predictions
 from exercises.kinds.base import ParamError
 from exercises.models import Attempt, Exercise, Prediction
-from exercises.services import exercises_purge_stale
 
 EXERCISES = "/api/v1/exercises/"
 START = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
@@ -378,6 +378,9 @@ def test_a_purged_exercise_keeps_its_prediction_in_the_stats(api, learner):
         ex = create(api, predict="token_0")
         api.post(submit_url(ex["id"]), {"answers": {"prediction": "only itself"}}, format="json")
     with time_machine.travel(START + dt.timedelta(days=8), tick=False):
-        assert exercises_purge_stale(older_than=START + dt.timedelta(days=1)) == 1
+        purged = purge_stale_exercises(
+            older_than=START + dt.timedelta(days=1), at=START + dt.timedelta(days=8)
+        )
+        assert purged == 1
         assert Prediction.objects.get().exercise_id is None
         assert api.get("/api/v1/stats/").json()["predictions_30d"]["made"] == 1

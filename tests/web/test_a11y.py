@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from cards import services as card_services
 from exercises import services as exercise_services
+from exercises.cells import cell_name
 from exercises.kinds import KINDS
 from exercises.models import Exercise
 from tests.web.conftest import wait_until
@@ -83,11 +84,10 @@ def _fill(page, exercise: Exercise, answers: dict) -> None:
         part, shape = ask["name"], ask["shape"]
         value = np.asarray(answers[part], dtype=float)
         if not shape:
-            page.locator(f"[name='answer-{part}']").fill(f"{float(value):.4f}")
+            page.locator(f"[name='{cell_name(part)}']").fill(f"{float(value):.4f}")
             continue
         for index, number in np.ndenumerate(value.reshape(shape)):
-            name = "-".join(["answer", part, *(str(i) for i in index)])
-            page.locator(f"[name='{name}']").fill(f"{number:.4f}")
+            page.locator(f"[name='{cell_name(part, index)}']").fill(f"{number:.4f}")
 
 
 def test_signed_out_pages(live_server, view, check):

@@ -17,6 +17,7 @@ from django.utils import timezone
 from cards.models import Card, ReviewLog
 from exercises import engine
 from exercises import services as exercise_services
+from exercises.cells import cell_words
 from exercises.models import Exercise
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -40,7 +41,7 @@ def expected_answers(exercise: Exercise) -> dict[str, np.ndarray]:
 def fill_grid(page, answers: dict[str, np.ndarray]) -> None:
     for part, matrix in answers.items():
         for (r, c), value in np.ndenumerate(matrix):
-            page.get_by_label(f"{part} row {r + 1} column {c + 1}", exact=True).fill(f"{value:.4f}")
+            page.get_by_label(cell_words(part, (r, c)), exact=True).fill(f"{value:.4f}")
 
 
 def table_rows(page, table_id: str) -> list[list[str]]:

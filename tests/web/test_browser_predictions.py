@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 
 from exercises import services as exercise_services
+from exercises.cells import cell_words
 from exercises.models import Exercise, Prediction
 from tests.web.conftest import wait_until
 
@@ -26,11 +27,7 @@ def _log_in(context, live_server, user) -> None:
 def _fill(page, part: str, values) -> None:
     arr = np.asarray(values, dtype=float)
     for index, value in np.ndenumerate(arr):
-        if arr.ndim == 2:
-            label = f"{part} row {index[0] + 1} column {index[1] + 1}"
-        else:
-            label = f"{part} entry {index[0] + 1}"
-        page.get_by_label(label, exact=True).fill(f"{value:.4f}")
+        page.get_by_label(cell_words(part, index), exact=True).fill(f"{value:.4f}")
 
 
 def test_exercise_asks_the_prediction_before_the_numbers(live_server, page, learner, screenshot):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import numpy as np
 import pytest
 from django.test import Client
 from django.utils import timezone
@@ -11,6 +12,7 @@ from django.utils import timezone
 from cards import selectors
 from cards.models import Enrollment, LearnerProfile, ReviewLog, ReviewState
 from exercises import services as exercise_services
+from exercises.cells import cell_indices, cell_name
 from exercises.models import Exercise
 
 pytestmark = pytest.mark.django_db
@@ -241,17 +243,9 @@ def test_review_of_a_card_outside_the_queue_is_a_message(client_for, learner, ot
 def _answers_fields(exercise: Exercise, solution: dict) -> dict[str, str]:
     fields = {}
     for ask in exercise.asks:
-        value = solution[ask["name"]]
-        shape = ask["shape"]
-        if not shape:
-            fields[f"answer-{ask['name']}"] = f"{value:.4f}"
-        elif len(shape) == 1:
-            for i, v in enumerate(value):
-                fields[f"answer-{ask['name']}-{i}"] = f"{v:.4f}"
-        else:
-            for r, row in enumerate(value):
-                for c, v in enumerate(row):
-                    fields[f"answer-{ask['name']}-{r}-{c}"] = f"{v:.4f}"
+        value = np.asarray(solution[ask["name"]], dtype=float)
+        for index in cell_indices(ask["shape"]):
+            fields[cell_name(ask["name"], index)] = f"{value[index]:.4f}"
     return fields
 
 
