@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from exercises import cells
 from exercises import services as exercise_services
 from exercises import views as exercise_views
 from exercises.checking import AnswerError
@@ -112,7 +113,7 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
         # Closed whatever the cells hold, as the API answers 409 before reading the body.
         messages.warning(request, str(closed))
         return redirect("exercise-page", pk=exercise.pk)
-    answers, typed, problems = exercise_views.parse_answer_cells(exercise.asks, request.POST)
+    answers, typed, problems = cells.parse_answer_cells(exercise.asks, request.POST)
     if not problems:
         try:
             outcome = services.exercise_review_submit(
@@ -143,7 +144,7 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
         submit_url=reverse("exercise-page-submit", args=[exercise.pk]),
         typed=typed,
         problems=problems,
-        invalid=exercise_views.invalid_cells(exercise.asks, request.POST, problems),
+        invalid=cells.invalid_cells(exercise.asks, request.POST, problems),
     )
     if request.GET.get("from") == "review":
         context["from_review"] = True
