@@ -59,11 +59,13 @@ def seed(learners: int, cards: int) -> None:
     )
     sql(
         """
-        INSERT INTO cards_learnerprofile (user_id, timezone, day_starts_at, reminders, reminder_hour)
-        SELECT u.id, (%s::text[])[1 + u.id %% %s], 4, false, 4
+        INSERT INTO cards_learnerprofile
+            (user_id, timezone, day_starts_at, reminders, reminder_hour, confirmed_email)
+        SELECT u.id, (%s::text[])[1 + u.id %% %s], 4, false, 4, u.email
         FROM auth_user u WHERE u.username LIKE 'bench-%%'
         ON CONFLICT (user_id) DO UPDATE SET timezone = EXCLUDED.timezone,
-            day_starts_at = 4, reminders = false, reminder_hour = 4
+            day_starts_at = 4, reminders = false, reminder_hour = 4,
+            confirmed_email = EXCLUDED.confirmed_email
         """,
         [ZONES, len(ZONES)],
     )
@@ -338,6 +340,8 @@ def bench_fanout(learners: int) -> None:
                     at=dt.datetime.now(dt.UTC), chunk_size=settings.STUDY_REMINDER_CHUNK
                 )
             )
+            if not chunks:
+                sys.exit("no reminder is due: check the recipients' conditions against the seed")
             tasks.send_due_reminders.apply_async(queue=queue)
             done = 0
             while done < learners:

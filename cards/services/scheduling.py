@@ -10,18 +10,25 @@ start). Learners share a handful of distinct ``(timezone, day_starts_at)`` pairs
 so the due date is computed once per pair in Python with :mod:`cards.ladder` and
 handed to SQL as a small derived table; one ``INSERT ... SELECT`` per chunk of
 learner ids then places every missing state of that chunk.
+
+A write that adds or re-activates cards asks for a placement right away with
+:func:`enqueue_schedule_new_cards`: it publishes the ``cards.tasks.schedule_new_cards``
+task by name once the transaction commits, so the services never import the tasks
+module (which imports the services).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from celery import current_app
 from django.conf import settings
-from django.db import connection
-from django.db.models import Count, Exists, Max, OuterRef
+from django.db import connection, transaction
+from django.db.models import Count, Exists, Max, OuterRef, QuerySet
 from django.utils import timezone
 
 from .. import ladder
@@ -35,6 +42,10 @@ DEFAULT_CHUNK_SIZE = 500
 ROWS_PER_STATEMENT = 50_000
 # Rows of the derived table of groups per statement (three parameters each).
 GROUPS_PER_STATEMENT = 300
+# The placement task, published by name: see enqueue_schedule_new_cards.
+SCHEDULE_NEW_CARDS_TASK = "cards.tasks.schedule_new_cards"
+# Publishing from a request must fail fast when the broker is away: no retries.
+PUBLISH_ONCE = {"max_retries": 0, "interval_start": 0}
 
 
 def zone_or_utc(name: str) -> ZoneInfo:
@@ -47,7 +58,9 @@ def zone_or_utc(name: str) -> ZoneInfo:
         return ZoneInfo("UTC")
 
 
-def groups_table(rows: list[tuple], columns: tuple[str, ...]) -> tuple[str, list]:
+def groups_table(
+    rows: Sequence[tuple[Any, ...]], columns: tuple[str, ...]
+) -> tuple[str, list[Any]]:
     """A derived table ``(SELECT %s AS c1, ... UNION ALL ...)`` for ``rows``, with its params.
 
     Portable between PostgreSQL and SQLite, unlike ``VALUES ... AS g(c1, ...)``.
@@ -65,7 +78,9 @@ def groups_table(rows: list[tuple], columns: tuple[str, ...]) -> tuple[str, list
     return "(" + " UNION ALL ".join(selects) + ")", params
 
 
-def id_ranges(queryset, field: str, chunk_size: int) -> Iterator[tuple[int, int | None]]:
+def id_ranges(
+    queryset: QuerySet[Any], field: str, chunk_size: int
+) -> Iterator[tuple[int, int | None]]:
     """Half-open ranges ``(after, up_to]`` of ``field`` values, each covering ~``chunk_size`` rows.
 
     Keyset pagination on an index led by ``field``: one small query per range,
@@ -85,7 +100,9 @@ def id_ranges(queryset, field: str, chunk_size: int) -> Iterator[tuple[int, int 
         after = up_to
 
 
-def first_due_by_group(*, at: dt.datetime, enrollments) -> list[tuple[str, int, dt.date]]:
+def first_due_by_group(
+    *, at: dt.datetime, enrollments: QuerySet[Enrollment]
+) -> list[tuple[str, int, dt.date]]:
     """``(timezone, day_starts_at, due_on)`` for every pair found among enrolled learners."""
     pairs = (
         LearnerProfile.objects.filter(user_id__in=enrollments.values("learner_id"))
@@ -100,7 +117,7 @@ def first_due_by_group(*, at: dt.datetime, enrollments) -> list[tuple[str, int, 
     return groups
 
 
-def _chunk_for(enrollments) -> int:
+def _chunk_for(enrollments: QuerySet[Enrollment]) -> int:
     """Enrolments per statement so that one statement writes at most ~ROWS_PER_STATEMENT rows."""
     largest = (
         Card.objects.filter(is_active=True, deck_id__in=enrollments.values("deck_id"))
@@ -168,7 +185,12 @@ def schedule_new_cards(
     return placed
 
 
-def sync_scheduled(*, learner_id: int | None = None, deck_ids=None, card_ids=None) -> int:
+def sync_scheduled(
+    *,
+    learner_id: int | None = None,
+    deck_ids: Iterable[int] | None = None,
+    card_ids: Iterable[int] | None = None,
+) -> int:
     """Set ``ReviewState.scheduled`` (active card, enrolled deck) for the states given.
 
     Called by every service that activates or deactivates cards, moves them between
@@ -194,3 +216,36 @@ def sync_scheduled(*, learner_id: int | None = None, deck_ids=None, card_ids=Non
     changed = states.filter(scheduled=True).exclude(on_ladder).update(scheduled=False)
     changed += states.filter(scheduled=False).filter(on_ladder).update(scheduled=True)
     return changed
+
+
+def _publish_schedule_new_cards(deck_id: int) -> None:
+    options: dict[str, Any] = {
+        "kwargs": {"deck_id": deck_id},
+        "retry": True,
+        "retry_policy": PUBLISH_ONCE,
+    }
+    try:
+        task = current_app.tasks.get(SCHEDULE_NEW_CARDS_TASK)
+        if task is not None:
+            # Registered in this process: through the task, so task_always_eager holds.
+            task.apply_async(**options)
+        else:
+            current_app.send_task(SCHEDULE_NEW_CARDS_TASK, **options)
+    except Exception as exc:
+        # The beat job places the cards on its next run; the request must not fail.
+        logger.warning(
+            "Could not enqueue schedule_new_cards for deck %s (%s: %s); "
+            "the beat job will place its cards",
+            deck_id,
+            type(exc).__name__,
+            exc,
+        )
+
+
+def enqueue_schedule_new_cards(deck_id: int) -> None:
+    """Ask a worker to place a deck's new cards once the current transaction commits.
+
+    Never raises: with the broker down the warning is logged and the periodic
+    ``schedule_new_cards`` catches up.
+    """
+    transaction.on_commit(lambda: _publish_schedule_new_cards(deck_id))
