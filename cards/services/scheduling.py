@@ -84,20 +84,22 @@ def id_ranges(
     """Half-open ranges ``(after, up_to]`` of ``field`` values, each covering ~``chunk_size`` rows.
 
     Keyset pagination on an index led by ``field``: one small query per range,
-    whatever the table size. ``up_to`` is None for the last range.
+    whatever the table size. ``up_to`` is None for the last range. Each query also
+    reads the value after the bound, so a last range of exactly ``chunk_size`` rows
+    ends the walk instead of leaving an empty range behind it.
     """
     after = 0
     while True:
-        bound = (
+        bounds = list(
             queryset.filter(**{f"{field}__gt": after})
             .order_by(field)
-            .values_list(field, flat=True)[chunk_size - 1 : chunk_size]
+            .values_list(field, flat=True)[chunk_size - 1 : chunk_size + 1]
         )
-        up_to = next(iter(bound), None)
-        yield after, up_to
-        if up_to is None:
+        if len(bounds) < 2:
+            yield after, None
             return
-        after = up_to
+        yield after, bounds[0]
+        after = bounds[0]
 
 
 def first_due_by_group(
@@ -128,14 +130,48 @@ def _chunk_for(enrollments: QuerySet[Enrollment]) -> int:
     return max(DEFAULT_CHUNK_SIZE, ROWS_PER_STATEMENT // max(largest or 1, 1))
 
 
+def _placement_sql(table: str, *, bounded: bool, one_deck: bool) -> str:
+    """The ``INSERT ... SELECT`` placing the missing states of one range of learners.
+
+    The unique index on ``(learner_id, card_id)`` is the only existence check: ``ON
+    CONFLICT DO NOTHING`` probes it for every candidate row before inserting, whatever
+    the statistics say. A ``NOT EXISTS`` would be planned from them, and a review-state
+    table that looks empty (a new deployment, right after a VACUUM) turns it into a
+    sequential scan per candidate row, quadratic in the rows the statement inserts.
+    """
+    # The range on the profile too: the planner does not carry it across the join.
+    upper = "AND e.learner_id <= %s AND p.user_id <= %s" if bounded else ""
+    deck_filter = "AND e.deck_id = %s" if one_deck else ""
+    return f"""
+        INSERT INTO cards_reviewstate
+            (learner_id, card_id, step, due_on, last_reviewed_at, created_at, updated_at)
+        SELECT e.learner_id, c.id, 0, g.due_on, NULL, %s, %s
+        FROM cards_enrollment e
+        JOIN cards_card c ON c.deck_id = e.deck_id AND c.is_active = %s
+        JOIN cards_learnerprofile p ON p.user_id = e.learner_id
+        JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
+        WHERE e.learner_id > %s AND p.user_id > %s {upper} {deck_filter}
+        ON CONFLICT (learner_id, card_id) DO NOTHING
+    """
+
+
+def _place(sql: str, params: list[Any]) -> int:
+    """Run one placement statement (it commits on its own); returns the rows it inserted."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        inserted: int = cursor.rowcount
+    return max(inserted, 0)
+
+
 def schedule_new_cards(
     *, at: dt.datetime, deck_id: int | None = None, chunk_size: int | None = None
 ) -> int:
     """Place every unplaced active card of every enrolled learner at rung 0; returns how many.
 
     ``due_on`` is the learner's study day at ``at`` plus ``ladder[0]`` days. Idempotent:
-    a second run, or a run racing an enrolment, places nothing twice (``NOT EXISTS``
-    keeps the work small, ``ON CONFLICT DO NOTHING`` settles races). Each statement
+    a second run, or a run racing an enrolment, places nothing twice (``ON CONFLICT DO
+    NOTHING`` skips each existing state after one probe of the unique index; the ids
+    such a probe draws from the sequence are lost, which a bigint key affords). Each statement
     commits on its own so no transaction spans the whole table.
     """
     enrollments = Enrollment.objects.all()
@@ -147,39 +183,18 @@ def schedule_new_cards(
 
     if chunk_size is None:
         chunk_size = _chunk_for(enrollments)
-    ops = connection.ops
-    now = ops.adapt_datetimefield_value(timezone.now())
-    deck_filter = "AND e.deck_id = %s" if deck_id is not None else ""
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
     placed = 0
     for start in range(0, len(groups), GROUPS_PER_STATEMENT):
         table, table_params = groups_table(
             groups[start : start + GROUPS_PER_STATEMENT], ("tz", "day_start", "due_on")
         )
         for after, up_to in id_ranges(enrollments, "learner_id", chunk_size):
-            upper = "AND e.learner_id <= %s" if up_to is not None else ""
-            sql = f"""
-                INSERT INTO cards_reviewstate
-                    (learner_id, card_id, step, due_on, last_reviewed_at, created_at, updated_at)
-                SELECT e.learner_id, c.id, 0, g.due_on, NULL, %s, %s
-                FROM cards_enrollment e
-                JOIN cards_card c ON c.deck_id = e.deck_id AND c.is_active = %s
-                JOIN cards_learnerprofile p ON p.user_id = e.learner_id
-                JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
-                WHERE e.learner_id > %s {upper} {deck_filter}
-                  AND NOT EXISTS (
-                      SELECT 1 FROM cards_reviewstate s
-                      WHERE s.learner_id = e.learner_id AND s.card_id = c.id
-                  )
-                ON CONFLICT (learner_id, card_id) DO NOTHING
-            """
-            params = [now, now, True, *table_params, after]
-            if up_to is not None:
-                params.append(up_to)
-            if deck_id is not None:
-                params.append(deck_id)
-            with connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                placed += max(cursor.rowcount, 0)
+            params = [now, now, True, *table_params, after, after]
+            params += [up_to, up_to] if up_to is not None else []
+            params += [deck_id] if deck_id is not None else []
+            sql = _placement_sql(table, bounded=up_to is not None, one_deck=deck_id is not None)
+            placed += _place(sql, params)
     if placed:
         logger.info("Placed %d new review states (deck %s)", placed, deck_id or "all")
     return placed
