@@ -59,11 +59,13 @@ def seed(learners: int, cards: int) -> None:
     )
     sql(
         """
-        INSERT INTO cards_learnerprofile (user_id, timezone, day_starts_at, reminders, reminder_hour)
-        SELECT u.id, (%s::text[])[1 + u.id %% %s], 4, false, 4
+        INSERT INTO cards_learnerprofile
+            (user_id, timezone, day_starts_at, reminders, reminder_hour, confirmed_email)
+        SELECT u.id, (%s::text[])[1 + u.id %% %s], 4, false, 4, u.email
         FROM auth_user u WHERE u.username LIKE 'bench-%%'
         ON CONFLICT (user_id) DO UPDATE SET timezone = EXCLUDED.timezone,
-            day_starts_at = 4, reminders = false, reminder_hour = 4
+            day_starts_at = 4, reminders = false, reminder_hour = 4,
+            confirmed_email = EXCLUDED.confirmed_email
         """,
         [ZONES, len(ZONES)],
     )
@@ -135,9 +137,13 @@ def bench_placement(learners: int, cards: int) -> None:
 
     enroll_first(learners, "bench-deck")
     sql("ANALYZE")
-    reset = "DELETE FROM cards_reviewstate s USING cards_card c WHERE c.id = s.card_id AND c.deck_id = (SELECT id FROM cards_deck WHERE slug = 'bench-deck')"
+    delete = "DELETE FROM cards_reviewstate s USING cards_card c WHERE c.id = s.card_id AND c.deck_id = (SELECT id FROM cards_deck WHERE slug = 'bench-deck')"
+
+    def reset() -> None:
+        sql(delete)
+
     # The same rows by one hand-written statement, due dates from the same zones.
-    sql(reset)
+    reset()
     hand = """
         INSERT INTO cards_reviewstate (learner_id, card_id, step, due_on, created_at, updated_at)
         SELECT e.learner_id, c.id, 0,
@@ -154,11 +160,11 @@ def bench_placement(learners: int, cards: int) -> None:
     seconds = hand_seconds = float("inf")
     rss = 0
     for _ in range(2):
-        sql(reset)
+        reset()
         started = time.perf_counter()
         assert sql(hand) == learners * cards
         hand_seconds = min(hand_seconds, time.perf_counter() - started)
-        sql(reset)
+        reset()
         placed, run_seconds, statements, run_rss, _ = Meter(trace=False).run(
             lambda: schedule_new_cards(at=AT)
         )
@@ -166,7 +172,7 @@ def bench_placement(learners: int, cards: int) -> None:
         assert placed == learners * cards, placed
         seconds = min(seconds, run_seconds)
 
-    sql(reset)
+    reset()
     _, _, _, _, peak = Meter(trace=True).run(lambda: schedule_new_cards(at=AT))
     rerun, rerun_seconds, rerun_statements, _, _ = Meter(trace=False).run(
         lambda: schedule_new_cards(at=AT)
@@ -338,6 +344,8 @@ def bench_fanout(learners: int) -> None:
                     at=dt.datetime.now(dt.UTC), chunk_size=settings.STUDY_REMINDER_CHUNK
                 )
             )
+            if not chunks:
+                sys.exit("no reminder is due: check the recipients' conditions against the seed")
             tasks.send_due_reminders.apply_async(queue=queue)
             done = 0
             while done < learners:

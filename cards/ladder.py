@@ -64,6 +64,29 @@ def zone_or_utc(name: str) -> ZoneInfo:
         return ZoneInfo("UTC")
 
 
+def reminder_day(
+    at: dt.datetime, tz: str | dt.tzinfo, day_starts_at: int, reminder_hour: int
+) -> dt.date | None:
+    """The study day whose reminder is due at ``at``, or None while it is not yet due.
+
+    The reminder of study day ``D`` is due from the first time the local clock reads
+    ``reminder_hour`` on or after the day's start until the day ends: the wall time,
+    shifted back by ``day_starts_at`` hours as in :func:`study_day`, is at least
+    ``(reminder_hour - day_starts_at) mod 24`` hours into ``D``. Wall time makes a
+    reminder hour skipped by a spring-forward fall due at the first instant after the
+    gap, and a repeated autumn hour count once.
+    """
+    if not 0 <= reminder_hour <= 23:
+        raise ValueError("reminder_hour must be between 0 and 23")
+    day = study_day(at, tz, day_starts_at)
+    zone = ZoneInfo(tz) if isinstance(tz, str) else tz
+    shifted = at.astimezone(zone).replace(tzinfo=None) - dt.timedelta(hours=day_starts_at)
+    into_day = shifted - dt.datetime.combine(day, dt.time())
+    if into_day >= dt.timedelta(hours=(reminder_hour - day_starts_at) % 24):
+        return day
+    return None
+
+
 @dataclass(frozen=True)
 class Schedule:
     step: int

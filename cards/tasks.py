@@ -4,45 +4,75 @@ Every task here may run twice (a redelivery after a lost worker, two beats, a
 manual run); the services make the second run a no-op. ``acks_late`` with
 ``reject_on_worker_lost`` lets a task whose worker died be redelivered instead
 of lost. Time limits stay well under the broker's visibility timeout (3600 s).
+
+The services never import this module: a service that wants a task run soon
+publishes it by name (:func:`cards.services.scheduling.enqueue_schedule_new_cards`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
 from celery import group, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from .metrics import beat_job
 from .services import housekeeping as housekeeping_service
 from .services import reminders, scheduling
 
+# Deck imports publish through this name; it lives with the placement service.
+from .services.scheduling import enqueue_schedule_new_cards as enqueue_schedule_new_cards
+
 logger = logging.getLogger(__name__)
 
-# Publishing from a request must fail fast when the broker is away: no retries.
-_PUBLISH_ONCE = {"max_retries": 0, "interval_start": 0}
+P = ParamSpec("P")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)
+class Task(Protocol[P, R_co]):
+    """What mypy needs to know of a Celery task: called like its function, and ``s``."""
+
+    name: str
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+    def s(self, *args: P.args, **kwargs: P.kwargs) -> Any: ...
+
+
+def _task(**options: Any) -> Callable[[Callable[P, R]], Task[P, R]]:
+    # Celery ships no types: shared_task's decorator, typed by the function it wraps.
+    return cast(Callable[[Callable[P, R]], Task[P, R]], shared_task(**options))
+
+
+def _bound_task(**options: Any) -> Callable[[Callable[Concatenate[Any, P], R]], Task[P, R]]:
+    # bind=True: Celery passes the task itself first; callers do not.
+    return cast(
+        Callable[[Callable[Concatenate[Any, P], R]], Task[P, R]],
+        shared_task(bind=True, **options),
+    )
+
+
+@_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)
 def schedule_new_cards(deck_id: int | None = None) -> int:
     """Place unplaced active cards of enrolled learners (one deck, or all)."""
+    placed = 0
     with beat_job("schedule_new_cards") as rows:
-        rows[0] = scheduling.schedule_new_cards(at=timezone.now(), deck_id=deck_id)
-    return rows[0]
+        placed = rows[0] = scheduling.schedule_new_cards(at=timezone.now(), deck_id=deck_id)
+    return placed
 
 
 def _retry_after(seconds: int | None) -> dt.timedelta:
     return dt.timedelta(seconds=seconds) if seconds is not None else reminders.DEFAULT_RETRY_AFTER
 
 
-@shared_task(
-    bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=60, time_limit=90
-)
-def send_due_reminders(self, retry_after_seconds: int | None = None) -> int:
+@_bound_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=60, time_limit=90)
+def send_due_reminders(self: Any, retry_after_seconds: int | None = None) -> int:
     """Fan a reminder pass out: one ``send_reminders_chunk`` task per range of learner ids.
 
     Beat only enqueues; any worker takes any chunk. ``retry_after_seconds`` (a beat
@@ -59,8 +89,10 @@ def send_due_reminders(self, retry_after_seconds: int | None = None) -> int:
     return len(chunks)
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)
-def send_reminders_chunk(after: int, up_to: int | None, retry_after_seconds: int | None = None):
+@_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)
+def send_reminders_chunk(
+    after: int, up_to: int | None, retry_after_seconds: int | None = None
+) -> int:
     """Send the reminders due now to learners with ``after < id <= up_to``.
 
     Past the soft time limit the chunk stops between two messages: what was sent is
@@ -69,9 +101,10 @@ def send_reminders_chunk(after: int, up_to: int | None, retry_after_seconds: int
     sends nothing twice.
     """
     retry_after = _retry_after(retry_after_seconds)
+    sent = 0
     with beat_job("send_reminders_chunk") as rows:
         try:
-            rows[0] = reminders.send_reminders_chunk(
+            sent = rows[0] = reminders.send_reminders_chunk(
                 at=timezone.now(), after=after, up_to=up_to, retry_after=retry_after
             )
         except SoftTimeLimitExceeded:
@@ -83,7 +116,7 @@ def send_reminders_chunk(after: int, up_to: int | None, retry_after_seconds: int
                 retry_after,
             )
         except reminders.MailUnavailable as exc:
-            rows[0] = exc.sent
+            sent = rows[0] = exc.sent
             logger.error(
                 "Reminder chunk (%s, %s] stopped: %s; unsent claims are retried after %s",
                 after,
@@ -91,34 +124,9 @@ def send_reminders_chunk(after: int, up_to: int | None, retry_after_seconds: int
                 exc,
                 retry_after,
             )
-    return rows[0]
+    return sent
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)
+@_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)
 def housekeeping() -> dict[str, int]:
     return housekeeping_service.housekeeping(at=timezone.now())
-
-
-def _publish_schedule_new_cards(deck_id: int) -> None:
-    try:
-        schedule_new_cards.apply_async(
-            kwargs={"deck_id": deck_id}, retry=True, retry_policy=_PUBLISH_ONCE
-        )
-    except Exception as exc:
-        # The beat job places the cards on its next run; the request must not fail.
-        logger.warning(
-            "Could not enqueue schedule_new_cards for deck %s (%s: %s); "
-            "the beat job will place its cards",
-            deck_id,
-            type(exc).__name__,
-            exc,
-        )
-
-
-def enqueue_schedule_new_cards(deck_id: int) -> None:
-    """Ask a worker to place a deck's new cards once the current transaction commits.
-
-    Never raises: with the broker down the warning is logged and the periodic
-    ``schedule_new_cards`` catches up.
-    """
-    transaction.on_commit(lambda: _publish_schedule_new_cards(deck_id))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from ..models import Card, Tag
+from . import scheduling
 from .scheduling import sync_scheduled
 
 
@@ -17,10 +18,7 @@ def _set_tags(card: Card, names: list[str]) -> None:
 
 def _schedule_soon(deck_id: int) -> None:
     # Learners enrolled in the deck get new cards without waiting for the next beat.
-    # (Imported here: cards.tasks imports the services package.)
-    from ..tasks import enqueue_schedule_new_cards
-
-    enqueue_schedule_new_cards(deck_id)
+    scheduling.enqueue_schedule_new_cards(deck_id)
 
 
 @transaction.atomic

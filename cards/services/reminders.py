@@ -41,6 +41,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,10 +50,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage, get_connection
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.template.loader import get_template
 from django.urls import reverse
 
+from ..ladder import reminder_day as reminder_day
 from ..metrics import REMINDERS_SENT
 from ..models import LearnerProfile, Reminder
 from .scheduling import groups_table, id_ranges, zone_or_utc
@@ -85,23 +87,11 @@ class Claim:
     due_count: int
 
 
-def reminder_day(
-    at: dt.datetime, tz: str | dt.tzinfo, day_starts_at: int, reminder_hour: int
-) -> dt.date | None:
-    """The study day whose reminder is due at ``at``, or None while it is not yet due.
-
-    The same wall-time shift as :func:`cards.ladder.study_day`, so the day agrees.
-    """
-    zone = zone_or_utc(tz) if isinstance(tz, str) else tz
-    shifted = at.astimezone(zone).replace(tzinfo=None) - dt.timedelta(hours=day_starts_at)
-    day = shifted.date()
-    into_day = shifted - dt.datetime.combine(day, dt.time())
-    if into_day >= dt.timedelta(hours=(reminder_hour - day_starts_at) % 24):
-        return day
-    return None
+Clock = Callable[[], dt.datetime]
+Group = tuple[str, int, int, dt.date]
 
 
-def _recipients():
+def _recipients() -> QuerySet[LearnerProfile]:
     # Only an address the learner confirmed through its link receives reminders.
     return (
         LearnerProfile.objects.filter(reminders=True, user__is_active=True)
@@ -110,12 +100,15 @@ def _recipients():
     )
 
 
-def due_groups(*, at: dt.datetime) -> list[tuple[str, int, int, dt.date]]:
-    """``(timezone, day_starts_at, reminder_hour, study_day)`` of every group whose reminder is due."""
+def due_groups(*, at: dt.datetime) -> list[Group]:
+    """``(timezone, day_starts_at, reminder_hour, study_day)`` of every group whose reminder is due.
+
+    An unknown zone name counts as UTC (:func:`zone_or_utc`), as for placement.
+    """
     triples = _recipients().values_list("timezone", "day_starts_at", "reminder_hour").distinct()
     groups = []
     for tz_name, day_starts_at, reminder_hour in triples:
-        day = reminder_day(at, tz_name, day_starts_at, reminder_hour)
+        day = reminder_day(at, zone_or_utc(tz_name), day_starts_at, reminder_hour)
         if day is not None:
             groups.append((tz_name, day_starts_at, reminder_hour, day))
     return groups
@@ -151,7 +144,7 @@ def _paused_sql(profile: str, day: str) -> str:
         AND {profile}.pause_start <= {day} AND {day} < {end})"""
 
 
-def _as_claims(rows) -> list[Claim]:
+def _as_claims(rows: Sequence[Sequence[Any]]) -> list[Claim]:
     # SQLite hands dates back as ISO strings from a raw cursor.
     return [
         Claim(
@@ -164,7 +157,9 @@ def _as_claims(rows) -> list[Claim]:
     ]
 
 
-def _claim_new(*, table: str, table_params: list, at, after: int, up_to: int | None) -> list[Claim]:
+def _claim_new(
+    *, table: str, table_params: list[Any], at: dt.datetime, after: int, up_to: int | None
+) -> list[Claim]:
     ops = connection.ops
     user_table = get_user_model()._meta.db_table
     upper = "AND p.user_id <= %s" if up_to is not None else ""
@@ -200,8 +195,8 @@ def _claim_new(*, table: str, table_params: list, at, after: int, up_to: int | N
 def _reclaim_stale(
     *,
     table: str,
-    table_params: list,
-    at,
+    table_params: list[Any],
+    at: dt.datetime,
     retry_after: dt.timedelta,
     after: int = 0,
     up_to: int | None = None,
@@ -270,7 +265,11 @@ class ReminderTemplates:
 
 
 def reminder_message(
-    *, learner, claim: Claim, mail_connection=None, templates: ReminderTemplates | None = None
+    *,
+    learner: Any,
+    claim: Claim,
+    mail_connection: Any = None,
+    templates: ReminderTemplates | None = None,
 ) -> EmailMessage:
     templates = templates or ReminderTemplates.load()
     context = {
@@ -317,7 +316,7 @@ def _renew(reminder_ids: list[int], *, lease: dt.datetime, now: dt.datetime) -> 
         return {row[0] for row in cursor.fetchall()}
 
 
-def _close_quietly(mail) -> None:
+def _close_quietly(mail: Any) -> None:
     try:
         mail.close()
     except Exception:
@@ -329,11 +328,51 @@ def _stamp(reminder_ids: list[int], *, at: dt.datetime) -> None:
         Reminder.objects.filter(pk__in=reminder_ids, sent_at__isnull=True).update(sent_at=at)
 
 
+def _send_one(mail: Any, *, learner: Any, claim: Claim, templates: ReminderTemplates) -> bool:
+    """Hand one reminder to the mail server; False (logged, connection closed) if that failed."""
+    try:
+        mail.open()  # a no-op while open; reconnects after a failed send
+        message = reminder_message(
+            learner=learner, claim=claim, mail_connection=mail, templates=templates
+        )
+        mail.send_messages([message])
+    except SoftTimeLimitExceeded:
+        # The task must stop now; this claim is retried after retry_after.
+        raise
+    except Exception:
+        logger.exception(
+            "Reminder to learner %s for %s not sent; it will be retried",
+            claim.learner_id,
+            claim.study_day,
+        )
+        # A failed conversation can leave the connection unusable (SMTP keeps a
+        # dropped socket), which would fail every later message.
+        _close_quietly(mail)
+        return False
+    return True
+
+
+@dataclass
+class _Lease:
+    """The claim time a pass wrote, and the claims it still holds under it."""
+
+    at: dt.datetime
+    every: dt.timedelta
+    held: set[int]
+
+    def renew(self, pending: Sequence[Claim], now: dt.datetime) -> None:
+        """Past ``every`` since the last renewal, move the lease of ``pending`` to ``now``."""
+        if now - self.at >= self.every:
+            ids = [c.reminder_id for c in pending if c.reminder_id in self.held]
+            self.held = _renew(ids, lease=self.at, now=now)
+            self.at = now
+
+
 def _deliver(
     claims: list[Claim],
     *,
     lease: dt.datetime,
-    clock,
+    clock: Clock,
     retry_after: dt.timedelta,
     stamp_every: int | None = None,
 ) -> int:
@@ -346,58 +385,32 @@ def _deliver(
     reminders are stamped ``stamp_every`` at a time in one ``UPDATE`` (and whatever
     is left when the batch stops, however it stops): a worker killed outright can
     resend at most the messages of one unstamped slice, so the default of 1 keeps
-    that window to a single message. A failed send closes the connection, so the
-    next message gets a fresh one; ``MAX_CONSECUTIVE_FAILURES`` in a row raise
-    ``MailUnavailable``.
+    that window to a single message. ``MAX_CONSECUTIVE_FAILURES`` failed sends in a
+    row raise ``MailUnavailable``.
     """
     if not claims:
         return 0
     stamp_every = stamp_every or settings.STUDY_REMINDER_STAMP_EVERY
     users = get_user_model().objects.in_bulk([c.learner_id for c in claims])
     templates = ReminderTemplates.load()
-    held = {c.reminder_id for c in claims}
-    renew_every = retry_after / 4
+    hold = _Lease(at=lease, every=retry_after / 4, held={c.reminder_id for c in claims})
     sent = failures = 0
     unstamped: list[int] = []
     mail = get_connection()
     try:
         for position, claim in enumerate(claims):
-            now = clock()
-            if now - lease >= renew_every:
-                held = _renew(
-                    [c.reminder_id for c in claims[position:] if c.reminder_id in held],
-                    lease=lease,
-                    now=now,
-                )
-                lease = now
+            hold.renew(claims[position:], clock())
             learner = users.get(claim.learner_id)
-            if learner is None or claim.reminder_id not in held:
+            if learner is None or claim.reminder_id not in hold.held:
                 continue
-            try:
-                mail.open()  # a no-op while open; reconnects after a failed send
-                message = reminder_message(
-                    learner=learner, claim=claim, mail_connection=mail, templates=templates
-                )
-                mail.send_messages([message])
-            except SoftTimeLimitExceeded:
-                # The task must stop now; this claim is retried after retry_after.
-                raise
-            except Exception:
-                logger.exception(
-                    "Reminder to learner %s for %s not sent; it will be retried",
-                    claim.learner_id,
-                    claim.study_day,
-                )
-                # A failed conversation can leave the connection unusable (SMTP
-                # keeps a dropped socket), which would fail every later message.
-                _close_quietly(mail)
+            if not _send_one(mail, learner=learner, claim=claim, templates=templates):
                 failures += 1
                 if failures >= MAX_CONSECUTIVE_FAILURES:
-                    raise MailUnavailable(sent) from None
+                    raise MailUnavailable(sent)
                 continue
             failures = 0
-            unstamped.append(claim.reminder_id)
             sent += 1
+            unstamped.append(claim.reminder_id)
             if len(unstamped) >= stamp_every:
                 _stamp(unstamped, at=clock())
                 unstamped = []
@@ -408,7 +421,19 @@ def _deliver(
     return sent
 
 
-def reminder_chunks(*, at: dt.datetime, chunk_size: int = DEFAULT_BATCH_SIZE) -> list:
+def running_clock(at: dt.datetime) -> Clock:
+    """A pass's own time line: ``at`` plus the time spent since this call."""
+    started = time.monotonic()
+
+    def clock() -> dt.datetime:
+        return at + dt.timedelta(seconds=time.monotonic() - started)
+
+    return clock
+
+
+def reminder_chunks(
+    *, at: dt.datetime, chunk_size: int = DEFAULT_BATCH_SIZE
+) -> list[tuple[int, int | None]]:
     """Ranges ``(after, up_to]`` of learner ids, ~``chunk_size`` recipients each, for a pass.
 
     Empty while no group's reminder is due, so an idle beat enqueues nothing.
@@ -424,7 +449,7 @@ def send_reminders_chunk(
     after: int,
     up_to: int | None,
     retry_after: dt.timedelta = DEFAULT_RETRY_AFTER,
-    clock=None,
+    clock: Clock | None = None,
 ) -> int:
     """Send the reminders due at ``at`` to learners with ``after < id <= up_to``; returns how many.
 
@@ -433,13 +458,7 @@ def send_reminders_chunk(
     may run any chunk, concurrently or twice: the claims keep each reminder to one.
     """
     groups = due_groups(at=at)
-    if clock is None:
-        started = time.monotonic()
-
-        def clock() -> dt.datetime:
-            # The chunk's own time line: ``at`` plus the time spent so far.
-            return at + dt.timedelta(seconds=time.monotonic() - started)
-
+    clock = clock or running_clock(at)
     sent = 0
     for start in range(0, len(groups), GROUPS_PER_STATEMENT):
         table, table_params = groups_table(
@@ -475,11 +494,7 @@ def send_due_reminders(
     The beat task fans the same chunks out to the workers instead. Safe to run
     concurrently and to rerun.
     """
-    started = time.monotonic()
-
-    def clock() -> dt.datetime:
-        return at + dt.timedelta(seconds=time.monotonic() - started)
-
+    clock = running_clock(at)
     sent = 0
     try:
         for after, up_to in reminder_chunks(at=at, chunk_size=batch_size):

@@ -10,18 +10,25 @@ start). Learners share a handful of distinct ``(timezone, day_starts_at)`` pairs
 so the due date is computed once per pair in Python with :mod:`cards.ladder` and
 handed to SQL as a small derived table; one ``INSERT ... SELECT`` per chunk of
 learner ids then places every missing state of that chunk.
+
+A write that adds or re-activates cards asks for a placement right away with
+:func:`enqueue_schedule_new_cards`: it publishes the ``cards.tasks.schedule_new_cards``
+task by name once the transaction commits, so the services never import the tasks
+module (which imports the services).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterator
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+from zoneinfo import ZoneInfo
 
+from celery import current_app
 from django.conf import settings
-from django.db import connection
-from django.db.models import Count, Exists, Max, OuterRef
+from django.db import connection, transaction
+from django.db.models import Count, Exists, Max, OuterRef, QuerySet
 from django.utils import timezone
 
 from .. import ladder
@@ -35,19 +42,23 @@ DEFAULT_CHUNK_SIZE = 500
 ROWS_PER_STATEMENT = 50_000
 # Rows of the derived table of groups per statement (three parameters each).
 GROUPS_PER_STATEMENT = 300
+# The placement task, published by name: see enqueue_schedule_new_cards.
+SCHEDULE_NEW_CARDS_TASK = "cards.tasks.schedule_new_cards"
+# Publishing from a request must fail fast when the broker is away: no retries.
+PUBLISH_ONCE = {"max_retries": 0, "interval_start": 0}
 
 
 def zone_or_utc(name: str) -> ZoneInfo:
-    """The learner's zone; a name the zone database does not know counts as UTC."""
-    try:
-        return ZoneInfo(name)
-    # A name such as "America" reaches a folder of the zone database: OSError.
-    except (ZoneInfoNotFoundError, ValueError, OSError):
+    """The learner's zone (:func:`cards.ladder.zone_or_utc`), logging an unknown name."""
+    zone = ladder.zone_or_utc(name)
+    if zone.key != name:
         logger.warning("Unknown time zone %r in a learner profile; using UTC", name)
-        return ZoneInfo("UTC")
+    return zone
 
 
-def groups_table(rows: list[tuple], columns: tuple[str, ...]) -> tuple[str, list]:
+def groups_table(
+    rows: Sequence[tuple[Any, ...]], columns: tuple[str, ...]
+) -> tuple[str, list[Any]]:
     """A derived table ``(SELECT %s AS c1, ... UNION ALL ...)`` for ``rows``, with its params.
 
     Portable between PostgreSQL and SQLite, unlike ``VALUES ... AS g(c1, ...)``.
@@ -65,27 +76,33 @@ def groups_table(rows: list[tuple], columns: tuple[str, ...]) -> tuple[str, list
     return "(" + " UNION ALL ".join(selects) + ")", params
 
 
-def id_ranges(queryset, field: str, chunk_size: int) -> Iterator[tuple[int, int | None]]:
+def id_ranges(
+    queryset: QuerySet[Any], field: str, chunk_size: int
+) -> Iterator[tuple[int, int | None]]:
     """Half-open ranges ``(after, up_to]`` of ``field`` values, each covering ~``chunk_size`` rows.
 
     Keyset pagination on an index led by ``field``: one small query per range,
-    whatever the table size. ``up_to`` is None for the last range.
+    whatever the table size. ``up_to`` is None for the last range. Each query also
+    reads the value after the bound, so a last range of exactly ``chunk_size`` rows
+    ends the walk instead of leaving an empty range behind it.
     """
     after = 0
     while True:
-        bound = (
+        bounds = list(
             queryset.filter(**{f"{field}__gt": after})
             .order_by(field)
-            .values_list(field, flat=True)[chunk_size - 1 : chunk_size]
+            .values_list(field, flat=True)[chunk_size - 1 : chunk_size + 1]
         )
-        up_to = next(iter(bound), None)
-        yield after, up_to
-        if up_to is None:
+        if len(bounds) < 2:
+            yield after, None
             return
-        after = up_to
+        yield after, bounds[0]
+        after = bounds[0]
 
 
-def first_due_by_group(*, at: dt.datetime, enrollments) -> list[tuple[str, int, dt.date]]:
+def first_due_by_group(
+    *, at: dt.datetime, enrollments: QuerySet[Enrollment]
+) -> list[tuple[str, int, dt.date]]:
     """``(timezone, day_starts_at, due_on)`` for every pair found among enrolled learners."""
     pairs = (
         LearnerProfile.objects.filter(user_id__in=enrollments.values("learner_id"))
@@ -100,7 +117,7 @@ def first_due_by_group(*, at: dt.datetime, enrollments) -> list[tuple[str, int, 
     return groups
 
 
-def _chunk_for(enrollments) -> int:
+def _chunk_for(enrollments: QuerySet[Enrollment]) -> int:
     """Enrolments per statement so that one statement writes at most ~ROWS_PER_STATEMENT rows."""
     largest = (
         Card.objects.filter(is_active=True, deck_id__in=enrollments.values("deck_id"))
@@ -111,14 +128,48 @@ def _chunk_for(enrollments) -> int:
     return max(DEFAULT_CHUNK_SIZE, ROWS_PER_STATEMENT // max(largest or 1, 1))
 
 
+def _placement_sql(table: str, *, bounded: bool, one_deck: bool) -> str:
+    """The ``INSERT ... SELECT`` placing the missing states of one range of learners.
+
+    The unique index on ``(learner_id, card_id)`` is the only existence check: ``ON
+    CONFLICT DO NOTHING`` probes it for every candidate row before inserting, whatever
+    the statistics say. A ``NOT EXISTS`` would be planned from them, and a review-state
+    table that looks empty (a new deployment, right after a VACUUM) turns it into a
+    sequential scan per candidate row, quadratic in the rows the statement inserts.
+    """
+    # The range on the profile too: the planner does not carry it across the join.
+    upper = "AND e.learner_id <= %s AND p.user_id <= %s" if bounded else ""
+    deck_filter = "AND e.deck_id = %s" if one_deck else ""
+    return f"""
+        INSERT INTO cards_reviewstate
+            (learner_id, card_id, step, due_on, last_reviewed_at, created_at, updated_at)
+        SELECT e.learner_id, c.id, 0, g.due_on, NULL, %s, %s
+        FROM cards_enrollment e
+        JOIN cards_card c ON c.deck_id = e.deck_id AND c.is_active = %s
+        JOIN cards_learnerprofile p ON p.user_id = e.learner_id
+        JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
+        WHERE e.learner_id > %s AND p.user_id > %s {upper} {deck_filter}
+        ON CONFLICT (learner_id, card_id) DO NOTHING
+    """
+
+
+def _place(sql: str, params: list[Any]) -> int:
+    """Run one placement statement (it commits on its own); returns the rows it inserted."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        inserted: int = cursor.rowcount
+    return max(inserted, 0)
+
+
 def schedule_new_cards(
     *, at: dt.datetime, deck_id: int | None = None, chunk_size: int | None = None
 ) -> int:
     """Place every unplaced active card of every enrolled learner at rung 0; returns how many.
 
     ``due_on`` is the learner's study day at ``at`` plus ``ladder[0]`` days. Idempotent:
-    a second run, or a run racing an enrolment, places nothing twice (``NOT EXISTS``
-    keeps the work small, ``ON CONFLICT DO NOTHING`` settles races). Each statement
+    a second run, or a run racing an enrolment, places nothing twice (``ON CONFLICT DO
+    NOTHING`` skips each existing state after one probe of the unique index; the ids
+    such a probe draws from the sequence are lost, which a bigint key affords). Each statement
     commits on its own so no transaction spans the whole table.
     """
     enrollments = Enrollment.objects.all()
@@ -130,45 +181,29 @@ def schedule_new_cards(
 
     if chunk_size is None:
         chunk_size = _chunk_for(enrollments)
-    ops = connection.ops
-    now = ops.adapt_datetimefield_value(timezone.now())
-    deck_filter = "AND e.deck_id = %s" if deck_id is not None else ""
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
     placed = 0
     for start in range(0, len(groups), GROUPS_PER_STATEMENT):
         table, table_params = groups_table(
             groups[start : start + GROUPS_PER_STATEMENT], ("tz", "day_start", "due_on")
         )
         for after, up_to in id_ranges(enrollments, "learner_id", chunk_size):
-            upper = "AND e.learner_id <= %s" if up_to is not None else ""
-            sql = f"""
-                INSERT INTO cards_reviewstate
-                    (learner_id, card_id, step, due_on, last_reviewed_at, created_at, updated_at)
-                SELECT e.learner_id, c.id, 0, g.due_on, NULL, %s, %s
-                FROM cards_enrollment e
-                JOIN cards_card c ON c.deck_id = e.deck_id AND c.is_active = %s
-                JOIN cards_learnerprofile p ON p.user_id = e.learner_id
-                JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
-                WHERE e.learner_id > %s {upper} {deck_filter}
-                  AND NOT EXISTS (
-                      SELECT 1 FROM cards_reviewstate s
-                      WHERE s.learner_id = e.learner_id AND s.card_id = c.id
-                  )
-                ON CONFLICT (learner_id, card_id) DO NOTHING
-            """
-            params = [now, now, True, *table_params, after]
-            if up_to is not None:
-                params.append(up_to)
-            if deck_id is not None:
-                params.append(deck_id)
-            with connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                placed += max(cursor.rowcount, 0)
+            params = [now, now, True, *table_params, after, after]
+            params += [up_to, up_to] if up_to is not None else []
+            params += [deck_id] if deck_id is not None else []
+            sql = _placement_sql(table, bounded=up_to is not None, one_deck=deck_id is not None)
+            placed += _place(sql, params)
     if placed:
         logger.info("Placed %d new review states (deck %s)", placed, deck_id or "all")
     return placed
 
 
-def sync_scheduled(*, learner_id: int | None = None, deck_ids=None, card_ids=None) -> int:
+def sync_scheduled(
+    *,
+    learner_id: int | None = None,
+    deck_ids: Iterable[int] | None = None,
+    card_ids: Iterable[int] | None = None,
+) -> int:
     """Set ``ReviewState.scheduled`` (active card, enrolled deck) for the states given.
 
     Called by every service that activates or deactivates cards, moves them between
@@ -194,3 +229,36 @@ def sync_scheduled(*, learner_id: int | None = None, deck_ids=None, card_ids=Non
     changed = states.filter(scheduled=True).exclude(on_ladder).update(scheduled=False)
     changed += states.filter(scheduled=False).filter(on_ladder).update(scheduled=True)
     return changed
+
+
+def _publish_schedule_new_cards(deck_id: int) -> None:
+    options: dict[str, Any] = {
+        "kwargs": {"deck_id": deck_id},
+        "retry": True,
+        "retry_policy": PUBLISH_ONCE,
+    }
+    try:
+        task = current_app.tasks.get(SCHEDULE_NEW_CARDS_TASK)
+        if task is not None:
+            # Registered in this process: through the task, so task_always_eager holds.
+            task.apply_async(**options)
+        else:
+            current_app.send_task(SCHEDULE_NEW_CARDS_TASK, **options)
+    except Exception as exc:
+        # The beat job places the cards on its next run; the request must not fail.
+        logger.warning(
+            "Could not enqueue schedule_new_cards for deck %s (%s: %s); "
+            "the beat job will place its cards",
+            deck_id,
+            type(exc).__name__,
+            exc,
+        )
+
+
+def enqueue_schedule_new_cards(deck_id: int) -> None:
+    """Ask a worker to place a deck's new cards once the current transaction commits.
+
+    Never raises: with the broker down the warning is logged and the periodic
+    ``schedule_new_cards`` catches up.
+    """
+    transaction.on_commit(lambda: _publish_schedule_new_cards(deck_id))

@@ -136,10 +136,11 @@ def test_card_ids_that_are_not_numbers_are_404(api, deck):
 
 
 def test_new_and_reactivated_cards_are_handed_to_the_beat_job(staff_api, deck, monkeypatch):
-    from cards import services, tasks
+    from cards import services
+    from cards.services import scheduling
 
     calls = []
-    monkeypatch.setattr(tasks, "enqueue_schedule_new_cards", calls.append)
+    monkeypatch.setattr(scheduling, "enqueue_schedule_new_cards", calls.append)
     body = {"deck": "attention", "kind": "recall", "prompt": "New", "answer": "A"}
     card_id = staff_api.post("/api/v1/cards/", body, format="json").json()["id"]
     assert calls == [deck.id]
