@@ -39,6 +39,10 @@ from pathlib import Path
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 
+from benchmarks.pg import ensure_database  # noqa: E402
+
+ensure_database("bench_load")
+
 import django  # noqa: E402
 
 django.setup()
@@ -60,6 +64,7 @@ TARGET_RATIO = 0.8
 
 
 def ensure_data(learners: int, cards: int) -> None:
+    call_command("migrate", verbosity=0)
     have = synthetic_users().count()
     if have < learners:
         print(f"seeding {learners} learners x {cards} cards ...", flush=True)
