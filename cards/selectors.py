@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ImproperlyConfigured
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import Count, Exists, Min, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
-from django.db.models.sql.compiler import SQLCompiler
 
 from exercises.selectors import prediction_accuracy
 
 from . import ladder
+from .compiled import CompiledQuery
 from .models import (
     Card,
     Deck,
@@ -272,109 +268,33 @@ def due_page_rows(rows: list[dict]) -> list[dict]:
 
 
 # --- The due queue's SQL, compiled once per connection ----------------------------
-#
-# Building and compiling the due queue's ORM queries costs a few milliseconds per
-# request, several times what the database takes to answer them. The queries are
-# therefore compiled once, from the very functions above, with stand-in values that
-# no row has (a learner id and a study day); each parameter equal to a stand-in
-# becomes a slot filled by the call. tests/cards/test_due_compiled.py checks that the
-# compiled queries and the ORM querysets return the same rows.
+# Compiling these three queries took a few milliseconds a request; they are compiled
+# once, from the functions above, for a stand-in learner and day (cards.compiled).
 
 _STAND_IN_LEARNER_ID = -7_919_311
 _STAND_IN_DAY = dt.date(1, 2, 3)
+_SLOTS = {"learner_id": _STAND_IN_LEARNER_ID, "today": _STAND_IN_DAY}
 
 
-@dataclass(frozen=True)
-class _Plan:
-    sql: str
-    params: tuple  # each a constant, or one of the slots _LEARNER / _DAY
-    names: tuple[str, ...]
-    compiler: SQLCompiler
-
-
-class _Slot:
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"<slot {self.name}>"
-
-
-_LEARNER, _DAY = _Slot("learner"), _Slot("today")
-
-
-class CompiledQuery:
-    """A queryset of ``(learner, today)`` compiled to SQL once per thread's connection.
-
-    ``build(learner=..., today=...)`` returns the queryset. With ``count`` its SQL is
-    wrapped in ``SELECT COUNT(*)``; with ``paged``, ``LIMIT %s OFFSET %s`` is appended.
-    """
-
-    def __init__(self, build: Callable[..., QuerySet], *, count: bool = False, paged: bool = False):
-        self.build = build
-        self.count = count
-        self.paged = paged
-        self._local = threading.local()
-
-    def _plan(self) -> _Plan:
-        plan = getattr(self._local, "plan", None)
-        if plan is not None and plan.compiler.connection is connections[plan.compiler.using]:
-            return plan
-        stand_in = get_user_model()(pk=_STAND_IN_LEARNER_ID)
-        LearnerProfile(user=stand_in)  # cached on the stand-in: not paused, never saved
-        queryset = self.build(learner=stand_in, today=_STAND_IN_DAY)
-        query = queryset.query
-        compiler = query.get_compiler(queryset.db)
-        sql, params = compiler.as_sql()
-        day = compiler.connection.ops.adapt_datefield_value(_STAND_IN_DAY)
-        slots = tuple(
-            _LEARNER if p == _STAND_IN_LEARNER_ID else _DAY if p == day else p for p in params
-        )
-        if _LEARNER not in slots:
-            raise ImproperlyConfigured(f"{self.build.__name__}: no learner parameter in {sql}")
-        if query.selected:
-            names = tuple(query.selected)
-        else:
-            names = (*query.extra_select, *query.values_select, *query.annotation_select)
-        if self.count:
-            sql = f"SELECT COUNT(*) FROM ({sql}) q"
-        if self.paged:
-            sql += " LIMIT %s OFFSET %s"
-        plan = _Plan(sql=sql, params=slots, names=names, compiler=compiler)
-        self._local.plan = plan
-        return plan
-
-    def rows(
-        self, *, learner_id: int, today: dt.date, limit: int | None = None, offset: int = 0
-    ) -> list[list]:
-        """The rows as lists, through the same converters as the queryset's."""
-        plan = self._plan()
-        db = plan.compiler.connection
-        day = db.ops.adapt_datefield_value(today)
-        params = [learner_id if p is _LEARNER else day if p is _DAY else p for p in plan.params]
-        if self.paged:
-            params += [limit, offset]
-        with db.cursor() as cursor:
-            cursor.execute(plan.sql, params)
-            fetched = cursor.fetchall()
-        if self.count:
-            return [list(row) for row in fetched]
-        return list(plan.compiler.results_iter(results=[fetched]))
-
-    def dicts(self, **kwargs) -> list[dict]:
-        names = self._plan().names
-        return [dict(zip(names, row, strict=True)) for row in self.rows(**kwargs)]
+def _stand_in_learner():
+    learner = get_user_model()(pk=_STAND_IN_LEARNER_ID)
+    LearnerProfile(user=learner)  # cached on the stand-in (not paused), never saved
+    return learner
 
 
 _DUE_COUNT = CompiledQuery(
-    lambda *, learner, today: queue_states(learner=learner, today=today).values("id"),
+    lambda: queue_states(learner=_stand_in_learner(), today=_STAND_IN_DAY).values("id"),
+    slots=_SLOTS,
     count=True,
 )
 _DUE_PAGE = CompiledQuery(
-    lambda *, learner, today: due_page_query(learner=learner, today=today), paged=True
+    lambda: due_page_query(learner=_stand_in_learner(), today=_STAND_IN_DAY),
+    slots=_SLOTS,
+    paged=True,
 )
 _DUE_PAGE_FROM_END = CompiledQuery(
-    lambda *, learner, today: due_page_query(learner=learner, today=today, from_end=True),
+    lambda: due_page_query(learner=_stand_in_learner(), today=_STAND_IN_DAY, from_end=True),
+    slots=_SLOTS,
     paged=True,
 )
 
