@@ -7,6 +7,8 @@ query is compiled once per connection (``cards.compiled``): every API request ma
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
@@ -27,7 +29,7 @@ _TOKEN = CompiledQuery(lambda: token_query(_STAND_IN_KEY), slots={"key": _STAND_
 
 def token_with_profile(key: str) -> Token | None:
     found = _TOKEN.instances(key=key)
-    return found[0] if found else None
+    return cast(Token, found[0]) if found else None
 
 
 class ProfileTokenAuthentication(TokenAuthentication):

@@ -20,7 +20,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 from django.db.models import Model, QuerySet
-from django.db.models.query import get_related_populators
+from django.db.models.query import get_related_populators  # type: ignore[attr-defined]
 from django.db.models.sql.compiler import SQLCompiler
 
 
@@ -91,7 +91,7 @@ class CompiledQuery:
         self._local.plan = plan
         return plan
 
-    def _fetch(self, plan: _Plan, values: dict, limit: int | None, offset: int) -> list[tuple]:
+    def _fetch(self, plan: _Plan, values: dict, limit: int | None, offset: int) -> list[Any]:
         db = plan.compiler.connection
         params = [_adapt(db, values[p.name]) if isinstance(p, _Slot) else p for p in plan.params]
         if self.paged:
@@ -100,7 +100,7 @@ class CompiledQuery:
             cursor.execute(plan.sql, params)
             return cursor.fetchall()
 
-    def rows(self, *, limit: int | None = None, offset: int = 0, **values) -> list[list]:
+    def rows(self, *, limit: int | None = None, offset: int = 0, **values) -> list[Any]:
         """The rows as lists, converted as the queryset converts them."""
         plan = self.plan()
         fetched = self._fetch(plan, values, limit, offset)

@@ -241,7 +241,7 @@ def due_page(
     when it can still record that review; ``binding_id`` is today's binding, if any.
     One query, whatever the page size and the number of exercise cards on it.
     """
-    if is_paused(learner=learner, today=today):
+    if is_paused(learner=learner, today=today) or (count is not None and offset >= count):
         return []
     from_end = count is not None and offset > count // 2
     if from_end:
