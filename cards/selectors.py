@@ -244,8 +244,7 @@ def due_page(
     if is_paused(learner=learner, today=today) or (count is not None and offset >= count):
         return []
     from_end = count is not None and offset > count // 2
-    if from_end:
-        assert count is not None
+    if count is not None and from_end:
         stop = min(offset + limit, count)
         offset, limit = count - stop, stop - offset
     query = _DUE_PAGE_FROM_END if from_end else _DUE_PAGE
@@ -270,6 +269,8 @@ def due_page_rows(rows: list[dict]) -> list[dict]:
 # --- The due queue's SQL, compiled once per connection ----------------------------
 # Compiling these three queries took a few milliseconds a request; they are compiled
 # once, from the functions above, for a stand-in learner and day (cards.compiled).
+# The stand-in is not paused, so the SQL is queue_states' own for a learner who is
+# not; due_count and due_page make queue_states' pause check themselves first.
 
 _STAND_IN_LEARNER_ID = -7_919_311
 _STAND_IN_DAY = dt.date(1, 2, 3)

@@ -232,3 +232,14 @@ def test_the_api_answers_unknown_and_inactive_tokens_with_401(api, learner, anon
     response = api.get(DUE)
     assert response.status_code == 401
     assert response.json() == {"detail": "User inactive or deleted."}
+
+
+def test_the_due_page_of_recall_cards_takes_three_queries(api, learner, django_assert_num_queries):
+    deck = Deck.objects.create(slug="r", title="R")
+    for i in range(25):
+        card = Card.objects.create(deck=deck, kind="recall", prompt=f"P{i}", position=i)
+        ReviewState.objects.create(learner=learner, card=card, due_on=dt.date(2000, 1, 1))
+    with django_assert_num_queries(3):  # token with user and profile, count, page
+        body = api.get(DUE).json()
+    assert body["count"] == 25 and len(body["results"]) == 20
+    assert body["next"].endswith("?page=2")
