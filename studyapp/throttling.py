@@ -137,7 +137,7 @@ if count < limit then
     allowed = 1
 end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return {allowed, count, oldest[2]}
+return {allowed, count, oldest[2] or false}
 """
 
 

@@ -92,6 +92,18 @@ def test_redis_and_other_caches_let_the_same_requests_through_and_advise_the_sam
 
 
 @pytest.mark.redis
+def test_a_rate_of_zero_refuses_everything_on_both_caches(settings, monkeypatch):
+    settings.STUDY_THROTTLE_RATES = {**settings.STUDY_THROTTLE_RATES, "user": "0/minute"}
+    local_cache(settings)
+    expected = run_schedule(monkeypatch)
+    assert expected == [(False, 60.0)] * len(SCHEDULE)
+    prefix = redis_cache(settings)
+    assert run_schedule(monkeypatch) == expected
+    raw = redis.Redis.from_url(os.environ["REDIS_URL"])
+    assert raw.keys(f"{prefix}:*") == []  # nothing was let through, nothing stored
+
+
+@pytest.mark.redis
 def test_one_redis_command_per_request(settings, monkeypatch):
     settings.STUDY_THROTTLE_RATES = {**settings.STUDY_THROTTLE_RATES, "user": "100/minute"}
     prefix = redis_cache(settings)
