@@ -1,6 +1,7 @@
 """Load over HTTP: gunicorn on production settings, requests/s and p50/p95/p99 per endpoint.
 
-Run against PostgreSQL (seeds ``manage.py seed_load`` data when it is missing)::
+Run against PostgreSQL (creates and migrates the database, and seeds ``manage.py
+seed_load`` data, when missing)::
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_scale \\
         .venv/bin/python -m benchmarks.bench_load --learners 1000 --cards 1000
@@ -15,6 +16,10 @@ series with ``--clients`` keep-alive connections for ``--seconds``, tokens rotat
 * ``review``: POST ``/api/v1/reviews/`` (a due recall card, ``pass``; each used once);
 * ``exercise create``: POST ``/api/v1/exercises/`` (a default ``attention`` exercise);
 * ``exercise submit``: POST ``/api/v1/exercises/{id}/submit/`` (a wrong answer, checked).
+
+Rate limits are off, as the series would reach the per-learner ones; ``--user-limit``
+keeps the default limit of scope ``user`` (every API series but exercise create and
+submit) on, counted in Redis when ``REDIS_URL`` is set.
 
 The baseline and the due queue alternate in rounds so both see the same machine. The
 ratio of their requests/s is printed against the target of 0.8. Exit status 1 when a
@@ -39,6 +44,10 @@ from pathlib import Path
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 
+from benchmarks.pg import ensure_database  # noqa: E402
+
+ensure_database("bench_load")
+
 import django  # noqa: E402
 
 django.setup()
@@ -60,6 +69,7 @@ TARGET_RATIO = 0.8
 
 
 def ensure_data(learners: int, cards: int) -> None:
+    call_command("migrate", verbosity=0)
     have = synthetic_users().count()
     if have < learners:
         print(f"seeding {learners} learners x {cards} cards ...", flush=True)
@@ -114,7 +124,7 @@ def zeros(shape: list[int]):
 # --- server -------------------------------------------------------------------------
 
 
-def start_gunicorn(port: int, workers: int) -> subprocess.Popen:
+def start_gunicorn(port: int, workers: int, user_limit: bool = False) -> subprocess.Popen:
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="benchmarks.load_settings",
@@ -126,6 +136,8 @@ def start_gunicorn(port: int, workers: int) -> subprocess.Popen:
     )
     for scope in ("USER", "EXERCISE_CREATE", "EXERCISE_SUBMIT", "LOGIN", "PLAYGROUND"):
         env[f"STUDY_THROTTLE_{scope}"] = "off"
+    if user_limit:  # production's per-learner limit, counted in the cache (Redis with REDIS_URL)
+        env.pop("STUDY_THROTTLE_USER")
     gunicorn = str(Path(sys.executable).with_name("gunicorn"))
     with tempfile.NamedTemporaryFile(prefix="bench-gunicorn-", suffix=".log", delete=False) as log:
         proc = subprocess.Popen(
@@ -267,6 +279,11 @@ def main() -> None:
     parser.add_argument(
         "--exercises", type=int, default=2000, help="exercises made for the submit series"
     )
+    parser.add_argument(
+        "--user-limit",
+        action="store_true",
+        help="keep the default per-learner limit (scope user) on: its cost is in every API series",
+    )
     args = parser.parse_args()
 
     ensure_data(args.learners, args.cards)
@@ -275,7 +292,7 @@ def main() -> None:
     targets = review_targets(learners, 20_000)
     pool = exercise_pool(learners, args.exercises)
 
-    proc = start_gunicorn(args.port, args.workers)
+    proc = start_gunicorn(args.port, args.workers, args.user_limit)
     try:
         wait_ready(args.port, tokens[0], proc)
         baseline = Series("GET baseline (hand-written view)", 200)
@@ -328,7 +345,8 @@ def main() -> None:
     series = [baseline, due, review, create, submit]
     print(
         f"\ngunicorn {args.workers} sync workers, production settings, {args.clients} clients, "
-        f"{args.learners:,} learners x {args.cards:,} cards, tokens over {len(tokens)} learners"
+        f"{args.learners:,} learners x {args.cards:,} cards, tokens over {len(tokens)} learners, "
+        f"per-learner limit {'on' if args.user_limit else 'off'}"
     )
     print(
         f"{'series':34} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} errors"

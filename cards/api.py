@@ -401,10 +401,11 @@ class DueView(APIView):
         )
         exercises = _bound_exercises(request, rows, today)
         ladder_days = settings.STUDY_LADDER_DAYS
+        datetimes = _datetime_field()
         results = []
         for row in rows:
             item = {
-                "card": _due_card(row),
+                "card": _due_card(row, datetimes),
                 "step": row["step"],
                 "interval_days": ladder_days[row["step"]],
                 "due_on": row["due_on"],
@@ -424,10 +425,14 @@ class DueView(APIView):
         )
 
 
-_DATETIME = DateTimeField()
+def _datetime_field() -> DateTimeField:
+    """``CardSerializer``'s datetime output, with the request's time zone looked up once."""
+    return DateTimeField(
+        default_timezone=timezone.get_current_timezone() if settings.USE_TZ else None
+    )
 
 
-def _due_card(row: dict) -> dict:
+def _due_card(row: dict, datetimes: DateTimeField) -> dict:
     """The card object of ``CardSerializer`` from a due-page row, without a serializer pass."""
     spec = row["card__exercise"]
     return {
@@ -443,8 +448,8 @@ def _due_card(row: dict) -> dict:
         else {"kind": spec.get("kind"), "params": spec.get("params") or {}},
         "position": row["card__position"],
         "active": row["card__is_active"],
-        "created_at": _DATETIME.to_representation(row["card__created_at"]),
-        "updated_at": _DATETIME.to_representation(row["card__updated_at"]),
+        "created_at": datetimes.to_representation(row["card__created_at"]),
+        "updated_at": datetimes.to_representation(row["card__updated_at"]),
     }
 
 

@@ -6,6 +6,7 @@ import datetime as dt
 import logging
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import (
     Case,
@@ -25,6 +26,7 @@ from django.db.models.expressions import RawSQL
 from exercises.selectors import prediction_accuracy
 
 from . import ladder
+from .compiled import CompiledQuery
 from .models import (
     Card,
     Deck,
@@ -168,7 +170,11 @@ def due_reviews(*, learner, today: dt.date) -> QuerySet[ReviewState]:
 
 
 def due_count(*, learner, today: dt.date) -> int:
-    return queue_states(learner=learner, today=today).count()
+    """How many cards are due: ``queue_states(...).count()``, from SQL compiled once."""
+    if is_paused(learner=learner, today=today):
+        return 0
+    (row,) = _DUE_COUNT.rows(learner_id=learner.pk, today=today)
+    return row[0]
 
 
 # Separates tag names in SQLite's group_concat; a slug never contains it.
@@ -205,6 +211,32 @@ def _tag_names_sql() -> RawSQL:
     )
 
 
+def due_page_query(*, learner, today: dt.date, from_end: bool = False) -> QuerySet:
+    """The due queue as page rows (card fields, tag names, lapses, today's binding), unsliced.
+
+    Oldest due first, or newest first with ``from_end``. ``due_page`` runs it from SQL
+    compiled once; this is its definition.
+    """
+    bindings = ExerciseBinding.objects.filter(
+        learner=learner, card_id=OuterRef("card_id"), study_day=today
+    )
+    return (
+        queue_states(learner=learner, today=today)
+        .order_by(*(("-due_on", "-id") if from_end else ("due_on", "id")))
+        .annotate(
+            tag_names=_tag_names_sql(),
+            lapses=_lapses_sql(),
+            binding_id=Subquery(bindings.values("id")[:1]),
+            bound_exercise_id=Subquery(
+                bindings.exclude(review__isnull=True, exercise__attempts_used__gt=0).values(
+                    "exercise_id"
+                )[:1]
+            ),
+        )
+        .values(*DUE_PAGE_FIELDS, "tag_names", "lapses", "binding_id", "bound_exercise_id")
+    )
+
+
 def due_page(
     *, learner, today: dt.date, offset: int, limit: int, count: int | None = None
 ) -> list[dict]:
@@ -219,32 +251,21 @@ def due_page(
     when it can still record that review; ``binding_id`` is today's binding, if any.
     One query, whatever the page size and the number of exercise cards on it.
     """
-    bindings = ExerciseBinding.objects.filter(
-        learner=learner, card_id=OuterRef("card_id"), study_day=today
-    )
+    if is_paused(learner=learner, today=today) or (count is not None and offset >= count):
+        return []
     from_end = count is not None and offset > count // 2
-    if from_end:
+    if count is not None and from_end:
         stop = min(offset + limit, count)
         offset, limit = count - stop, stop - offset
-    rows = list(
-        queue_states(learner=learner, today=today)
-        .order_by(*(("-due_on", "-id") if from_end else ("due_on", "id")))
-        .annotate(
-            tag_names=_tag_names_sql(),
-            lapses=_lapses_sql(),
-            binding_id=Subquery(bindings.values("id")[:1]),
-            bound_exercise_id=Subquery(
-                bindings.exclude(review__isnull=True, exercise__attempts_used__gt=0).values(
-                    "exercise_id"
-                )[:1]
-            ),
-        )
-        .values(*DUE_PAGE_FIELDS, "tag_names", "lapses", "binding_id", "bound_exercise_id")[
-            offset : offset + limit
-        ]
-    )
+    query = _DUE_PAGE_FROM_END if from_end else _DUE_PAGE
+    rows = query.dicts(learner_id=learner.pk, today=today, limit=limit, offset=offset)
     if from_end:
         rows.reverse()
+    return due_page_rows(rows)
+
+
+def due_page_rows(rows: list[dict]) -> list[dict]:
+    """``due_page_query`` rows as ``due_page`` returns them: ``leech``, tag names as a list."""
     for row in rows:
         row["leech"] = row.pop("lapses") >= settings.STUDY_LEECH_LAPSES
         names = row["tag_names"]
@@ -253,6 +274,40 @@ def due_page(
         elif names is None:
             row["tag_names"] = []
     return rows
+
+
+# --- The due queue's SQL, compiled once per connection ----------------------------
+# Compiling these three queries took a few milliseconds a request; they are compiled
+# once, from the functions above, for a stand-in learner and day (cards.compiled).
+# The stand-in is not paused, so the SQL is queue_states' own for a learner who is
+# not; due_count and due_page make queue_states' pause check themselves first.
+
+_STAND_IN_LEARNER_ID = -7_919_311
+_STAND_IN_DAY = dt.date(1, 2, 3)
+_SLOTS = {"learner_id": _STAND_IN_LEARNER_ID, "today": _STAND_IN_DAY}
+
+
+def _stand_in_learner():
+    learner = get_user_model()(pk=_STAND_IN_LEARNER_ID)
+    LearnerProfile(user=learner)  # cached on the stand-in (not paused), never saved
+    return learner
+
+
+_DUE_COUNT = CompiledQuery(
+    lambda: queue_states(learner=_stand_in_learner(), today=_STAND_IN_DAY).values("id"),
+    slots=_SLOTS,
+    count=True,
+)
+_DUE_PAGE = CompiledQuery(
+    lambda: due_page_query(learner=_stand_in_learner(), today=_STAND_IN_DAY),
+    slots=_SLOTS,
+    paged=True,
+)
+_DUE_PAGE_FROM_END = CompiledQuery(
+    lambda: due_page_query(learner=_stand_in_learner(), today=_STAND_IN_DAY, from_end=True),
+    slots=_SLOTS,
+    paged=True,
+)
 
 
 def next_due_on(*, learner) -> dt.date | None:

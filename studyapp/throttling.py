@@ -4,6 +4,12 @@ Each scope's rate comes from ``STUDY_THROTTLE_<SCOPE>`` (settings.STUDY_THROTTLE
 ``None`` when off). Counters live in the Django cache, so with Redis every worker
 and container shares them. Anonymous scopes (sign-up, log-in, password reset)
 count per client address; the others per learner.
+
+The limit is DRF's sliding window: a request is let through while fewer than ``n``
+were let through in the last ``duration`` seconds, and a refused one is not counted.
+On Redis the window is a sorted set of those requests' times, pruned, counted and
+added to by one script: one round trip a request instead of a read and a write of the
+whole pickled history.
 """
 
 from __future__ import annotations
@@ -11,9 +17,14 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import math
+import secrets
+import weakref
 
 from axes.backends import AxesStandaloneBackend
 from django.conf import settings
+from django.core.cache import DEFAULT_CACHE_ALIAS, caches
+from django.core.cache import cache as default_cache
+from django.core.cache.backends.redis import RedisCache
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -74,7 +85,11 @@ class StudyThrottle(SimpleRateThrottle):
             return True
         bound.num_requests, bound.duration = bound.parse_rate(bound.rate)
         try:
-            allowed = SimpleRateThrottle.allow_request(bound, request, view)
+            redis = _redis_window(self.cache)
+            if redis is None:
+                allowed = SimpleRateThrottle.allow_request(bound, request, view)
+            else:
+                allowed = bound._allow_in_redis(redis, request, view)
         except Exception as exc:  # the cache is down or hung: serve, and say so in the log
             logger.warning("Rate limit %s not checked (%s: %s)", scope, type(exc).__name__, exc)
             return True
@@ -83,11 +98,69 @@ class StudyThrottle(SimpleRateThrottle):
             logger.info("Rate limit %s reached by %s", scope, bound.key)
         return allowed
 
+    def _allow_in_redis(self, redis: _RedisWindow, request, view) -> bool:
+        self.key = self.get_cache_key(request, view)
+        self.now = self.timer()
+        allowed, count, oldest = redis.script(
+            keys=[redis.cache.make_and_validate_key(self.key)],
+            args=[repr(self.now), self.duration, self.num_requests, secrets.token_hex(8)],
+            client=redis.client,
+        )
+        self._window = (int(count), float(oldest) if oldest is not None else None)
+        return bool(allowed)
+
     def wait(self):
         bound = getattr(self, "_bound", None)
-        if bound is None or bound is self:
+        if bound is not None and bound is not self:
+            return bound.wait()
+        window = getattr(self, "_window", None)
+        if window is None:
             return SimpleRateThrottle.wait(self)
-        return bound.wait()
+        # SimpleRateThrottle.wait over the window's count and oldest time.
+        count, oldest = window
+        remaining = self.duration - (self.now - oldest) if count else self.duration
+        available = self.num_requests - count + 1
+        return remaining / available if available > 0 else None
+
+
+# KEYS[1] the window; ARGV now, duration (s), limit, a member unique to this request.
+# Returns {allowed, requests in the window, oldest time in it (or nil)}.
+_WINDOW_SCRIPT = """
+local now, duration, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - duration)
+local count = redis.call('ZCARD', KEYS[1])
+local allowed = 0
+if count < limit then
+    redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
+    redis.call('PEXPIRE', KEYS[1], math.ceil(duration * 1000))
+    count = count + 1
+    allowed = 1
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {allowed, count, oldest[2] or false}
+"""
+
+
+class _RedisWindow:
+    def __init__(self, cache: RedisCache):
+        self.cache = cache
+        self.client = cache._cache.get_client(write=True)
+        self.script = self.client.register_script(_WINDOW_SCRIPT)
+
+
+_redis_windows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _redis_window(cache) -> _RedisWindow | None:
+    """The Redis client and script for the throttle's cache, or None when it is not Redis."""
+    if cache is default_cache:
+        cache = caches[DEFAULT_CACHE_ALIAS]
+    if not isinstance(cache, RedisCache):
+        return None
+    window = _redis_windows.get(cache)
+    if window is None:
+        window = _redis_windows[cache] = _RedisWindow(cache)
+    return window
 
 
 def client_address(request) -> str:

@@ -1,0 +1,142 @@
+"""ORM queries compiled to SQL once per connection and run again with new values.
+
+Building and compiling a queryset costs a millisecond or more of Python; for the
+queries every request makes (the token, the due queue) that is several times what the
+database takes to answer them. A ``CompiledQuery`` builds its queryset once, from the
+same code that defines it, with stand-in values no row has; each compiled parameter
+equal to a stand-in becomes a slot, filled on each call. Rows go through the
+queryset's own converters, so they equal what the queryset returns (the tests of the
+due queue and of authentication compare the two).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
+from django.db.models import Model, QuerySet
+from django.db.models.query import get_related_populators  # type: ignore[attr-defined]
+from django.db.models.sql.compiler import SQLCompiler
+
+
+@dataclass(frozen=True)
+class _Slot:
+    name: str
+
+
+@dataclass(frozen=True)
+class _Plan:
+    sql: str
+    params: tuple  # each a constant or a _Slot
+    names: tuple[str, ...]  # column names of a .values() queryset
+    compiler: SQLCompiler
+
+
+def _adapt(db, value):
+    # Dates are the one kind of slot value a backend rewrites (SQLite binds text).
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return db.ops.adapt_datefield_value(value)
+    return value
+
+
+class CompiledQuery:
+    """``build()`` compiled once per thread's connection, run with ``slots`` filled in.
+
+    ``slots`` names each stand-in value that ``build`` puts in its queryset. With
+    ``count`` the SQL is wrapped in ``SELECT COUNT(*)``; with ``paged``,
+    ``LIMIT %s OFFSET %s`` is appended.
+    """
+
+    def __init__(
+        self,
+        build: Callable[[], QuerySet],
+        *,
+        slots: dict[str, Any],
+        count: bool = False,
+        paged: bool = False,
+    ):
+        self.build = build
+        self.slots = slots
+        self.count = count
+        self.paged = paged
+        self._local = threading.local()
+
+    def plan(self) -> _Plan:
+        plan = getattr(self._local, "plan", None)
+        if plan is not None and plan.compiler.connection is connections[plan.compiler.using]:
+            return plan
+        queryset = self.build()
+        query = queryset.query
+        compiler = query.get_compiler(queryset.db)
+        sql, params = compiler.as_sql()
+        stand_ins = {_adapt(compiler.connection, v): _Slot(k) for k, v in self.slots.items()}
+        slotted = tuple(stand_ins.get(p, p) if _hashable(p) else p for p in params)
+        missing = set(self.slots) - {p.name for p in slotted if isinstance(p, _Slot)}
+        if missing:
+            raise ImproperlyConfigured(f"No parameter for {sorted(missing)} in: {sql}")
+        if query.selected:
+            names = tuple(query.selected)
+        else:
+            names = (*query.extra_select, *query.values_select, *query.annotation_select)
+        if self.count:
+            sql = f"SELECT COUNT(*) FROM ({sql}) q"
+        if self.paged:
+            sql += " LIMIT %s OFFSET %s"
+        plan = _Plan(sql=sql, params=slotted, names=names, compiler=compiler)
+        self._local.plan = plan
+        return plan
+
+    def _fetch(self, plan: _Plan, values: dict, limit: int | None, offset: int) -> list[Any]:
+        db = plan.compiler.connection
+        params = [_adapt(db, values[p.name]) if isinstance(p, _Slot) else p for p in plan.params]
+        if self.paged:
+            params += [limit, offset]
+        with db.cursor() as cursor:
+            cursor.execute(plan.sql, params)
+            return cursor.fetchall()
+
+    def rows(self, *, limit: int | None = None, offset: int = 0, **values) -> list[Any]:
+        """The rows as lists, converted as the queryset converts them."""
+        plan = self.plan()
+        fetched = self._fetch(plan, values, limit, offset)
+        if self.count:
+            return [list(row) for row in fetched]
+        return list(plan.compiler.results_iter(results=[fetched]))
+
+    def dicts(self, **kwargs) -> list[dict]:
+        """The rows of a ``.values()`` queryset, as it returns them."""
+        names = self.plan().names
+        return [dict(zip(names, row, strict=True)) for row in self.rows(**kwargs)]
+
+    def instances(self, **values) -> list[Model]:
+        """Model instances, ``select_related`` ones attached, as the queryset returns them."""
+        plan = self.plan()
+        compiler = plan.compiler
+        db = compiler.using
+        klass_info = compiler.klass_info
+        assert klass_info is not None, "instances() needs a queryset of model instances"
+        start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+        init_list = [s[0].target.attname for s in compiler.select[start:end]]
+        populators = get_related_populators(klass_info, compiler.select, db)
+        objects = []
+        for row in compiler.results_iter(results=[self._fetch(plan, values, None, 0)]):
+            obj = klass_info["model"].from_db(db, init_list, row[start:end])
+            for populator in populators:
+                populator.populate(row, obj)
+            for name, pos in compiler.annotation_col_map.items():
+                setattr(obj, name, row[pos])
+            objects.append(obj)
+        return objects
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
