@@ -102,7 +102,9 @@ class StudyThrottle(SimpleRateThrottle):
         self.key = self.get_cache_key(request, view)
         self.now = self.timer()
         allowed, count, oldest = redis.script(
-            keys=[redis.cache.make_and_validate_key(self.key)],
+            # Its own key: a worker of an older release, reading DRF's pickled list under
+            # ``self.key`` during a rolling deploy, never meets a sorted set.
+            keys=[redis.cache.make_and_validate_key(f"{self.key}:window")],
             args=[repr(self.now), self.duration, self.num_requests, secrets.token_hex(8)],
             client=redis.client,
         )
