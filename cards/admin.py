@@ -8,7 +8,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 # Learners' records are shown, never edited, in the admin.
-from exercises.admin import ReadOnlyAdmin
+from studyapp.common.admin import ReadOnlyAdmin
+from studyapp.common.rendering import render_markdown
 
 from . import (
     admin_analysis,  # item analysis, reports, Anki export
@@ -18,7 +19,6 @@ from . import (
 )
 from .forms import CardAdminForm
 from .models import Card, Deck, Enrollment, LearnerProfile, ReviewLog, ReviewState, Tag
-from .rendering import render_markdown
 from .services import privacy
 
 

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from exercises.admin import ReadOnlyAdmin
+from studyapp.common.admin import ReadOnlyAdmin
 
 from .models import Reminder
 

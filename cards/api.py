@@ -26,10 +26,11 @@ from rest_framework.views import APIView
 
 from exercises.api import ExerciseSubmitView
 from exercises.serializers import ExerciseSerializer
+from studyapp.common.ids import parse_id
+from studyapp.common.pagination import DuePagination
 
 from . import anki, selectors, services
 from .models import Card, Deck, ReviewLog, Tag
-from .pagination import DuePagination
 from .serializers import (
     AccountDeleteSerializer,
     BuriedSerializer,
@@ -64,7 +65,6 @@ DETAIL = OpenApiResponse(
     response={"type": "object", "properties": {"detail": {"type": "string"}}},
     description="An error with a message.",
 )
-BIGINT_MAX = 2**63 - 1
 IDEMPOTENCY_KEY_RE = re.compile(r"^[!-~]{1,255}$")
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
@@ -364,9 +364,7 @@ class CardViewSet(viewsets.ModelViewSet):
         return cards
 
     def get_object(self):
-        # Compare as text first: int() refuses strings of more than 4300 digits.
-        raw = self.kwargs["pk"].lstrip("0")
-        if len(raw) > len(str(BIGINT_MAX)) or (raw and int(raw) > BIGINT_MAX):
+        if parse_id(self.kwargs["pk"]) is None:
             raise NotFound()
         return super().get_object()
 
@@ -476,7 +474,7 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     def get_queryset(self):
         card_id = _int_param(self.request, "card")
-        if card_id is not None and not 1 <= card_id <= BIGINT_MAX:
+        if card_id is not None and parse_id(card_id) is None:
             return ReviewLog.objects.none()  # no card has such an id
         return selectors.review_history(learner=self.request.user, card_id=card_id)
 
@@ -587,13 +585,6 @@ NOT_SCHEDULED = OpenApiResponse(DETAIL.response, description="No such card on yo
 NOT_SCHEDULED_DETAIL = "No such card on your ladder (unknown, inactive, or deck not enrolled)."
 
 
-def _big_id(raw: str) -> int | None:
-    raw = raw.lstrip("0")
-    if not raw or len(raw) > len(str(BIGINT_MAX)) or int(raw) > BIGINT_MAX:
-        return None
-    return int(raw)
-
-
 class ReviewUndoView(APIView):
     @extend_schema(
         tags=["reviews"],
@@ -607,7 +598,7 @@ class ReviewUndoView(APIView):
         ),
     )
     def post(self, request, review_id: str):
-        pk = _big_id(review_id)
+        pk = parse_id(review_id)
         try:
             if pk is None:
                 raise ReviewLog.DoesNotExist
@@ -629,7 +620,7 @@ class CardSuspendView(APIView):
         summary="Suspend the card for yourself: it leaves your queue and forecast",
     )
     def post(self, request, card_id: str):
-        pk = _big_id(card_id)
+        pk = parse_id(card_id)
         try:
             if pk is None:
                 raise services.NotScheduled()
@@ -645,7 +636,7 @@ class CardSuspendView(APIView):
         summary="Resume a suspended card: it returns with the state it had",
     )
     def delete(self, request, card_id: str):
-        pk = _big_id(card_id)
+        pk = parse_id(card_id)
         try:
             if pk is None:
                 raise services.NotScheduled()
@@ -663,7 +654,7 @@ class CardBuryView(APIView):
         summary="Bury the card: out of today's queue, back tomorrow, state unchanged",
     )
     def post(self, request, card_id: str):
-        pk = _big_id(card_id)
+        pk = parse_id(card_id)
         today = selectors.learner_today(learner=request.user, at=timezone.now())
         try:
             if pk is None:

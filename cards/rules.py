@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from exercises.kinds import KINDS, ParamError, UnknownKindError, get_kind
-
-from .rendering import formula_renders, formulas
+from studyapp.common.rendering import formula_renders, formulas
 
 CARD_KINDS = ("recall", "interview", "exercise")
 ANSWERED_KINDS = ("recall", "interview")

@@ -6,8 +6,14 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from studyapp.common.fields import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictChoiceField,
+    StrictIntegerField,
+)
+
 from . import rules, services
-from .fields import StrictBooleanField, StrictCharField, StrictChoiceField, StrictIntegerField
 from .models import Card, Deck, LearnerProfile, Report, ReviewLog
 
 TAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,49}$")

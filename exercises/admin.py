@@ -4,19 +4,7 @@ content."""
 from django.contrib import admin
 
 from exercises.models import Attempt, Exercise, Prediction
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Records that learners made: staff read them, nobody adds, edits or deletes them."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+from studyapp.common.admin import ReadOnlyAdmin
 
 
 class AttemptInline(admin.TabularInline):

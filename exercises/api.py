@@ -40,6 +40,7 @@ from exercises.serializers import (
     SubmitResultSerializer,
     SubmitSerializer,
 )
+from studyapp.common.ids import parse_id
 
 
 class NonFiniteJSONParser(JSONParser):
@@ -53,17 +54,12 @@ class NonFiniteJSONParser(JSONParser):
 ID_PARAM = OpenApiParameter(
     "exercise_id", int, OpenApiParameter.PATH, description="The exercise's id."
 )
-BIGINT_MAX = 2**63 - 1  # the largest id a bigint primary key holds
 
 
 def exercise_pk(raw: str | int) -> int:
     """The path's id as an int; one no row can have is a 404 (the database would overflow)."""
-    # More than 19 significant digits is beyond any bigint; checking the length first also
-    # keeps a path of thousands of digits away from int(), which refuses over 4300 of them.
-    if len(str(raw).lstrip("-0")) > len(str(BIGINT_MAX)):
-        raise NotFound()
-    pk = int(raw)
-    if not 1 <= pk <= BIGINT_MAX:
+    pk = parse_id(raw)
+    if pk is None:
         raise NotFound()
     return pk
 

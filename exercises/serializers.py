@@ -22,6 +22,7 @@ from exercises.playground import PLAYGROUND_MAX, PLAYGROUND_MAX_ABS
 from exercises.predictions import first_prediction
 from exercises.presets import PRESETS, prediction_choices
 from exercises.services import attempts_summary, prediction_state, solution_if_revealed
+from studyapp.common.fields import StrictBooleanField
 
 ANY_JSON: dict[str, Any] = {}
 NUMBER_GRID = {
@@ -126,15 +127,6 @@ class MaskField(serializers.Field):
 
     def to_representation(self, value):
         return value if isinstance(value, str) else np.asarray(value).tolist()
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """true or false only; DRF's field would also take "yes" or 1."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool):
-            return data
-        raise serializers.ValidationError(f"Expected true or false, got {data!r}.")
 
 
 PROJECTED = ("X", "W_Q", "W_K", "W_V")

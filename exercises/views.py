@@ -23,6 +23,7 @@ from exercises import predictions, selectors, services
 # The answer form's parsing, re-exported for the review page's submit view.
 from exercises.kinds import KINDS, ParamError, UnknownKindError
 from exercises.models import Attempt, Exercise
+from studyapp.common.ids import parse_id
 
 # --- Exercise context shared by the exercise page and the review page --------------------
 
@@ -293,6 +294,8 @@ def exercise_list(request: HttpRequest) -> HttpResponse:
 
 
 def owned_exercise(request: HttpRequest, pk: int) -> Exercise:
+    if parse_id(pk) is None:
+        raise Http404("No such exercise.")
     try:
         return selectors.exercise_for_owner(owner=request.user, exercise_id=pk)
     except Exercise.DoesNotExist:

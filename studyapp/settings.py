@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "axes",
     "csp",
+    "studyapp.common.apps.CommonConfig",
     "exercises",
     "cards",
 ]
@@ -171,10 +172,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
-    "DEFAULT_PAGINATION_CLASS": "cards.pagination.StrictPageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "studyapp.common.pagination.StrictPageNumberPagination",
     "PAGE_SIZE": 20,
     "DEFAULT_SCHEMA_CLASS": "studyapp.schema.AutoSchema",
-    "EXCEPTION_HANDLER": "cards.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "studyapp.common.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["studyapp.throttling.StudyThrottle"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }

@@ -104,7 +104,7 @@ def test_a_nul_in_body_text_is_a_400_naming_the_field(staff_api, deck):
 def test_a_database_refusing_nul_is_a_string_detail_not_a_list():
     from django.db import DataError
 
-    from cards.api_errors import exception_handler
+    from studyapp.common.errors import exception_handler
 
     nul = exception_handler(DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"), {})
     assert nul.status_code == 400

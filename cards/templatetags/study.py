@@ -1,4 +1,5 @@
-"""Template helpers of the learner pages: card Markdown and the dashboard's SVG charts.
+"""Template helpers of the study pages: the due badge, the offline queue and the dashboard's
+SVG charts (card Markdown is the ``markdown`` filter of ``studyapp.common``'s ``markup``).
 
 Charts are drawn on the server as plain SVG (no script), each with a <title> and
 <desc> for screen readers and a <title> per mark for pointer tooltips; the pages
@@ -17,7 +18,6 @@ from django.utils.safestring import SafeString, mark_safe
 
 from cards import selectors
 from cards.models import Card
-from cards.rendering import render_markdown
 
 register = template.Library()
 
@@ -29,12 +29,6 @@ HEAT_EMPTY_STROKE = "#8a94a6"
 # Chart text in user units. Both charts are about 430 units wide and shrink to ~330 px
 # on a 390 px phone, so 16 units stay at or above 12 px there.
 CHART_FONT_SIZE = 16
-
-
-@register.filter(name="markdown")
-def markdown_filter(text: str) -> SafeString:
-    # render_markdown sanitises with nh3, so its output is safe to mark here.
-    return mark_safe(render_markdown(text or ""))  # noqa: S308
 
 
 def _svg_open(chart_id: str, width, height, title: str, summary: str) -> list[str]:

@@ -10,6 +10,8 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from studyapp.common.ids import parse_id
+
 from .. import selectors, services
 from ..forms import ReportForm
 from ..models import ReviewLog
@@ -26,7 +28,7 @@ def _back(request: HttpRequest, default: str = "review") -> HttpResponse:
 
 
 def _card_id(pk: int) -> int:
-    if not 1 <= pk <= 2**63 - 1:
+    if parse_id(pk) is None:
         raise Http404("No such card.")
     return pk
 

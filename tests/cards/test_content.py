@@ -12,8 +12,8 @@ from django.core.management import call_command
 from cards.decks import deck_load, deck_validate
 from cards.management.commands.load_starter_content import starter_files
 from cards.models import Card, Deck
-from cards.rendering import render_markdown
 from exercises.kinds import get_kind
+from studyapp.common.rendering import render_markdown
 
 SLUG = "attention-and-transformers"
 EXERCISE_KINDS = {

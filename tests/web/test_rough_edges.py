@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from cards import services as card_services
 from cards.models import Card
-from cards.rendering import render_markdown
 from cards.templatetags.study import forecast_chart
 from exercises import services as exercise_services
 from exercises.kinds import KINDS
+from studyapp.common.rendering import render_markdown
 from tests.web.conftest import wait_until
 
 from .conftest import log_in
