@@ -2,8 +2,9 @@
 
 Answers arrive as one text input per cell, named as ``exercises.cells`` says. Cells
 that do not parse are reported next to the grid and use no attempt. Submissions are
-posted to ``cards.views.exercise_submit``: the study core records the review of a
-review-bound exercise, and ``exercises`` never imports ``cards``.
+posted to the study core's submit page, which records the review of a review-bound
+exercise. ``exercises`` never imports ``cards`` nor names its routes: the project wires
+them in by name, ``STUDY_EXERCISE_SUBMIT_URL_NAME`` and ``STUDY_REVIEW_PAGE_URL_NAME``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -97,6 +99,7 @@ def exercise_context(
         "weights_map": weights_map,
         "labels": labels,
         "submit_url": submit_url,
+        "review_page_url": reverse(settings.STUDY_REVIEW_PAGE_URL_NAME),
         "prediction": prediction,
         "numbers_open": prediction is None or prediction["made"] is not None,
     }
@@ -307,7 +310,7 @@ def owned_exercise(request: HttpRequest, pk: int) -> Exercise:
 def exercise_detail(request: HttpRequest, pk: int) -> HttpResponse:
     exercise = owned_exercise(request, pk)
     context = exercise_context(
-        exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
+        exercise, submit_url=reverse(settings.STUDY_EXERCISE_SUBMIT_URL_NAME, args=[exercise.pk])
     )
     context["from_review"] = request.GET.get("from") == "review"
     if context["from_review"]:

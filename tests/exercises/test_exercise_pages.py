@@ -3,6 +3,7 @@ the diagnosis once at the first wrong step, closes once solved, shows counts in 
 never shows a review-bound exercise's seed; the API keeps that seed private too."""
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -156,3 +157,31 @@ def test_the_schema_documents_follows_and_the_first_wrong_step(api):
     parts = schema["components"]["schemas"]["PartResult"]["properties"]
     assert "follows" in parts and "follows_from" in parts
     assert "first_wrong" in schema["components"]["schemas"]["SubmitResult"]["properties"]
+
+
+def test_the_exercise_page_links_to_the_study_pages_the_project_names(page, learner, settings):
+    exercise = exercise_create(owner=learner, kind="attention", params={"seed": 5})
+    html = page.get(f"/exercises/{exercise.pk}/?from=review").content.decode()
+    assert f'action="/exercises/{exercise.pk}/submit/?from=review"' in html
+    assert 'class="button" href="/review/">Continue reviewing' in html
+    # The routes are the project's to choose: exercises names none of cards' own.
+    settings.STUDY_REVIEW_PAGE_URL_NAME = "dashboard"
+    settings.STUDY_EXERCISE_SUBMIT_URL_NAME = "exercise-page"
+    html = page.get(f"/exercises/{exercise.pk}/?from=review").content.decode()
+    assert f'action="/exercises/{exercise.pk}/?from=review"' in html
+    assert 'class="button" href="/">Continue reviewing' in html
+
+
+def test_exercise_code_and_templates_name_only_their_own_routes():
+    from exercises import urls, web_urls
+
+    own = {p.name for p in [*urls.urlpatterns, *web_urls.urlpatterns] if p.name}
+    root = Path(__file__).resolve().parents[2]
+    sources = [*(root / "exercises").rglob("*.py"), *(root / "templates/exercises").glob("*.html")]
+    named = set()
+    for source in sources:
+        text = source.read_text()
+        named |= set(re.findall(r"""\{% url ['"]([\w:-]+)['"]""", text))
+        named |= set(re.findall(r"""(?:reverse|redirect)\(\s*['"]([\w:-]+)['"]""", text))
+    assert named  # the scan finds the routes it checks
+    assert named - own == set()
