@@ -1,5 +1,5 @@
 # Two commands: `make run` serves the site with a Celery worker and beat,
-# `make test` runs ruff, mypy and the whole pytest suite with coverage.
+# `make test` runs ruff, mypy, lint-imports and the whole pytest suite with coverage.
 # Installs come from the pinned lock files in requirements/; `make lock` regenerates
 # them from the ranges in pyproject.toml.
 SHELL := /bin/bash
@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test install dev lint typecheck lock bench clean
+.PHONY: run test install dev lint typecheck imports lock bench clean
 
 $(VENV)/.installed: pyproject.toml requirements/prod.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,7 +35,7 @@ COV ?= --cov --cov-report=term
 # Two pytest workers, one per core of the machines CI runs on; XDIST= runs in one process.
 XDIST ?= -n 2
 
-test: dev typecheck
+test: dev typecheck imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	set -a; eval "$$($(PY) bin/services_env)"; set +a; \
@@ -44,13 +44,18 @@ test: dev typecheck
 typecheck: dev
 	$(VENV)/bin/mypy
 
+# The one-way import rule (studyapp -> cards -> exercises, studyapp.common below both):
+# the contracts are [tool.importlinter] in pyproject.toml.
+imports: dev
+	$(VENV)/bin/lint-imports
+
 # Benchmarks print figures; they are not part of `make test`. See README.
 bench: dev
 	$(PY) -m benchmarks.bench_engine
 	$(PY) -m benchmarks.bench_api
 
-# ruff (check and format) and the file hygiene hooks of .pre-commit-config.yaml, on every
-# file. `$(VENV)/bin/pre-commit install` runs the same hooks on each commit.
+# ruff (check and format), lint-imports and the file hygiene hooks of .pre-commit-config.yaml,
+# on every file. `$(VENV)/bin/pre-commit install` runs the same hooks on each commit.
 lint: dev
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/pre-commit run --all-files
 
