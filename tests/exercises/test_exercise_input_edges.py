@@ -1,4 +1,5 @@
-"""Review findings: non-finite answers, unknown fields, and the engine's precision."""
+"""Exercise and playground input at the edges: non-finite answers, unknown fields, and the
+engine's precision."""
 
 import numpy as np
 import pytest
