@@ -25,9 +25,6 @@ from .metrics import beat_job
 from .services import housekeeping as housekeeping_service
 from .services import reminders, scheduling
 
-# Deck imports publish through this name; it lives with the placement service.
-from .services.scheduling import enqueue_schedule_new_cards as enqueue_schedule_new_cards
-
 logger = logging.getLogger(__name__)
 
 P = ParamSpec("P")

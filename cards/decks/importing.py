@@ -8,7 +8,6 @@ ReviewState. A card's position in the deck is its index in ``cards``.
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from cards.models import Card, Deck, Enrollment, Tag
+from cards.services.scheduling import enqueue_schedule_new_cards, sync_scheduled
 
 from .format import deck_load, is_source
 from .validate import CardSpec, DeckSpec, deck_validate
@@ -45,8 +45,8 @@ class ImportReport:
     unchanged: int = 0
     deactivated: int = 0
     dry_run: bool = False
-    # "enqueued": new cards were handed to cards.tasks right after commit;
-    # "beat": the periodic schedule_new_cards job will place them; "": nothing to place.
+    # "enqueued": new cards are handed to the placement task once the import commits
+    # (the periodic schedule_new_cards job is the backstop); "": nothing to place.
     scheduling: str = ""
 
     @property
@@ -69,19 +69,6 @@ def _stored_texts(slug: str) -> set[str]:
         texts.add(prompt)
         texts.add(answer)
     return texts
-
-
-def _schedule_new_cards(deck_id: int) -> str:
-    """Hand new cards to the scheduling task after commit; the beat job is the backstop."""
-    try:
-        tasks = importlib.import_module("cards.tasks")
-    except ImportError:
-        return "beat"
-    enqueue = getattr(tasks, "enqueue_schedule_new_cards", None)
-    if enqueue is None:
-        return "beat"
-    transaction.on_commit(lambda: enqueue(deck_id), robust=True)
-    return "enqueued"
 
 
 def _chunks(items: list, size: int) -> Iterable[list]:
@@ -127,12 +114,11 @@ def deck_import(
 
         if plan.activated or plan.made_inactive or deactivated:
             # Learners' queues read a flag kept per review state: bring it in line.
-            from cards.services.scheduling import sync_scheduled
-
             sync_scheduled(deck_ids=[deck.pk])
         scheduling = ""
         if plan.activated and Enrollment.objects.filter(deck=deck).exists():
-            scheduling = _schedule_new_cards(deck.pk)
+            enqueue_schedule_new_cards(deck.pk)  # publishes once the import commits
+            scheduling = "enqueued"
         if dry_run:
             # Everything ran, so the counts are exact; nothing is kept and
             # on_commit callbacks registered above are discarded with the rollback.

@@ -1,6 +1,5 @@
 """Writes of the study core: transactions, locking and idempotency live here."""
 
-from ..decks import DeckFileError, ImportReport, deck_export, deck_import
 from .accounts import profile_update, register, timezone_names, validate_timezone
 from .cards import card_create, card_update, cards_set_active
 from .controls import card_bury, card_resume, card_suspend
@@ -43,12 +42,8 @@ __all__ = [
     "report_set_resolved",
     "review_undo",
     "sync_scheduled",
-    "DeckFileError",
     "DueExercise",
     "due_exercises_bind",
-    "ImportReport",
-    "deck_export",
-    "deck_import",
     "EnrollResult",
     "ExerciseCardReview",
     "IdempotencyConflict",

@@ -10,15 +10,15 @@ import json
 import subprocess
 import sys
 import time
-import types
 from pathlib import Path
 
 import pytest
 import yaml
 from django.core.management import CommandError, call_command
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
-from cards import services
+from cards import services, tasks
 from cards.decks import (
     DeckFileError,
     deck_dump,
@@ -359,10 +359,8 @@ def test_new_cards_for_enrolled_learners_are_queued_after_commit(
     learner, monkeypatch, django_capture_on_commit_callbacks
 ):
     calls = []
-    monkeypatch.setitem(
-        sys.modules,
-        "cards.tasks",
-        types.SimpleNamespace(enqueue_schedule_new_cards=calls.append),
+    monkeypatch.setattr(
+        tasks.schedule_new_cards, "apply_async", lambda **kw: calls.append(kw["kwargs"])
     )
     deck_import(data=_doc())
     deck = Deck.objects.get(slug="toy-deck")
@@ -377,15 +375,24 @@ def test_new_cards_for_enrolled_learners_are_queued_after_commit(
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         report = deck_import(data=_doc(n=6))
+        assert calls == []  # nothing before the commit
     assert (report.created, report.scheduling) == (2, "enqueued")
-    assert len(callbacks) == 1 and calls == [deck.pk]
+    assert len(callbacks) == 1 and calls == [{"deck_id": deck.pk}]
 
 
-def test_without_the_task_the_beat_job_places_new_cards(learner, monkeypatch):
-    monkeypatch.setitem(sys.modules, "cards.tasks", types.SimpleNamespace())
+def test_with_the_broker_down_the_import_commits_and_the_beat_job_places_new_cards(
+    learner, monkeypatch, caplog, django_capture_on_commit_callbacks
+):
+    def broker_down(**kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
+
+    monkeypatch.setattr(tasks.schedule_new_cards, "apply_async", broker_down)
     deck_import(data=_doc())
     services.enroll(learner=learner, deck=Deck.objects.get(slug="toy-deck"), at=timezone.now())
-    assert deck_import(data=_doc(n=4)).scheduling == "beat"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert deck_import(data=_doc(n=4)).created == 1
+    assert Card.objects.filter(deck__slug="toy-deck").count() == 5
+    assert "the beat job will place its cards" in caplog.text
 
 
 def test_ten_thousand_cards_import_in_chunks():

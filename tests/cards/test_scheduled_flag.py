@@ -14,6 +14,7 @@ from django.apps import apps
 from django.urls import reverse
 
 from cards import selectors, services
+from cards.decks import deck_export, deck_import
 from cards.models import Card, ReviewState
 
 pytestmark = pytest.mark.django_db
@@ -95,32 +96,32 @@ def test_moving_a_card_to_a_deck_not_enrolled(learner, deck, other_deck):
 def test_deck_import_deactivating_missing_cards(learner, deck):
     deck.cards.filter(answer="").update(answer="An answer")
     services.enroll(learner=learner, deck=deck, at=AT)
-    doc = services.deck_export(deck=deck)
+    doc = deck_export(deck=deck)
     dropped = doc["cards"].pop(0)
-    services.deck_import(data=doc, deactivate_missing=True)
+    deck_import(data=doc, deactivate_missing=True)
     card = Card.objects.get(deck=deck, prompt=dropped["prompt"])
     assert not card.is_active
     assert card.pk not in queue(learner)
     assert queue(learner) == on_ladder(learner)
 
     doc["cards"].insert(0, dropped)
-    services.deck_import(data=doc)
+    deck_import(data=doc)
     assert card.pk in queue(learner)
 
 
 def test_deck_import_marking_a_card_inactive(learner, deck):
     deck.cards.filter(answer="").update(answer="An answer")
     services.enroll(learner=learner, deck=deck, at=AT)
-    doc = services.deck_export(deck=deck)
+    doc = deck_export(deck=deck)
     doc["cards"][0]["active"] = False
-    services.deck_import(data=doc)
+    deck_import(data=doc)
     card = Card.objects.get(deck=deck, prompt=doc["cards"][0]["prompt"])
     assert not card.is_active
     assert card.pk not in queue(learner)
     assert queue(learner) == on_ladder(learner)
 
     doc["cards"][0]["active"] = True
-    services.deck_import(data=doc)
+    deck_import(data=doc)
     assert card.pk in queue(learner)
 
 

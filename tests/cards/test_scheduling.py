@@ -16,6 +16,7 @@ from kombu.exceptions import OperationalError
 from cards import tasks
 from cards.beat import sync_default_schedule
 from cards.models import Card, Deck, Enrollment, LearnerProfile, ReviewState
+from cards.services import scheduling
 from cards.services.scheduling import schedule_new_cards
 
 AT = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)  # Monday noon UTC
@@ -180,7 +181,7 @@ def test_enqueue_publishes_only_after_commit(deck, monkeypatch, django_capture_o
     )
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks, transaction.atomic():
-        tasks.enqueue_schedule_new_cards(deck.id)
+        scheduling.enqueue_schedule_new_cards(deck.id)
         assert published == []
 
     assert len(callbacks) == 1
@@ -197,10 +198,10 @@ def test_enqueue_with_the_broker_down_logs_a_warning_and_never_raises(
     monkeypatch.setattr(tasks.schedule_new_cards, "apply_async", broker_down)
 
     with (
-        caplog.at_level(logging.WARNING, logger="cards.tasks"),
+        caplog.at_level(logging.WARNING, logger="cards.services.scheduling"),
         django_capture_on_commit_callbacks(execute=True),
     ):
-        tasks.enqueue_schedule_new_cards(deck.id)
+        scheduling.enqueue_schedule_new_cards(deck.id)
 
     assert "Could not enqueue schedule_new_cards" in caplog.text
     assert f"deck {deck.id}" in caplog.text
@@ -317,8 +318,6 @@ def test_beat_start_keeps_staff_edits(settings, monkeypatch):
 
 
 def test_statements_are_sized_by_rows_so_small_decks_take_few_statements(make_learner, monkeypatch):
-    from cards.services import scheduling
-
     monkeypatch.setattr(scheduling, "DEFAULT_CHUNK_SIZE", 2)
     monkeypatch.setattr(scheduling, "ROWS_PER_STATEMENT", 30)
     one_card = Deck.objects.create(slug="one", title="One")

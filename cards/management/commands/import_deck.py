@@ -96,10 +96,6 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(report.summary()))
         if report.scheduling == "enqueued":
             self.stdout.write("New cards were queued for placement on enrolled learners' ladders.")
-        elif report.scheduling == "beat":
-            self.stdout.write(
-                "New cards reach enrolled learners with the next schedule_new_cards beat run."
-            )
 
     @staticmethod
     def _errors(path: str, exc: DeckFileError) -> str:
