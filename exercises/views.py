@@ -21,8 +21,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from exercises import predictions, selectors, services
-
-# The answer form's parsing, re-exported for the review page's submit view.
 from exercises.kinds import KINDS, ParamError, UnknownKindError
 from exercises.models import Attempt, Exercise
 from studyapp.common.ids import parse_id
