@@ -9,8 +9,9 @@ For each size N it builds a learner enrolled in one deck of N cards (a fifth of
 them due, the rest spread over the next 60 days, steps spread over the ladder)
 with N review-log rows over the past year (and their per-day counts), then times through Django's request
 stack with token authentication: ``GET reviews/due/`` page 1 and the last page
-(page size 20), and ``GET stats/``. It prints medians, p95s, query counts and
-each size's ratio to the smallest size (target: at most 2x). The learners and
+(page size 20), and ``GET stats/``; then ``POST reviews/`` (a pass) for the first
+``--submits`` due cards, one request each. It prints medians, p95s and each size's
+ratio to the smallest size (target: at most 2x). The learners and
 decks it makes are deleted afterwards (``--keep`` keeps them for a second run).
 """
 
@@ -50,7 +51,9 @@ from cards.services.review_days import review_days_rebuild  # noqa: E402
 PREFIX = "depth-"
 DUE_URL = "/api/v1/reviews/due/"
 STATS_URL = "/api/v1/stats/"
+REVIEW_URL = "/api/v1/reviews/"
 PAGE = 20
+PAGE_MAX = 100
 TARGET = 2.0
 
 
@@ -120,10 +123,33 @@ def timed(client, url, params, repeat: int) -> tuple[float, float]:
     return statistics.median(samples), p95
 
 
+def timed_submits(client, count: int) -> tuple[float, float]:
+    """``POST reviews/`` (a pass) for the first ``count`` due cards, one request each."""
+    samples: list[float] = []
+    while len(samples) < count:
+        size = min(PAGE_MAX, count - len(samples))
+        due = client.get(DUE_URL, {"page_size": size}).json()["results"]
+        if not due:
+            break
+        for item in due:
+            start = time.perf_counter()
+            response = client.post(
+                REVIEW_URL, {"card": item["card"]["id"], "result": "pass"}, format="json"
+            )
+            samples.append((time.perf_counter() - start) * 1000)
+            assert response.status_code == 201, response.content
+    samples.sort()
+    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
+    return statistics.median(samples), p95
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 100_000])
     parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument(
+        "--submits", type=int, default=100, help="reviews submitted per size (0: none)"
+    )
     parser.add_argument("--keep", action="store_true", help="Keep the data for another run.")
     args = parser.parse_args(argv)
     print(f"database: {connection.vendor} {connection.settings_dict['NAME']}")
@@ -146,6 +172,9 @@ def main(argv=None) -> int:
                     ),
                     "stats": timed(client, STATS_URL, {}, args.requests),
                 }
+                if args.submits:
+                    # Last: the reviews move cards off the queue the other series read.
+                    results[n]["review submit"] = timed_submits(client, args.submits)
             print(f"size {n}: {count} due, last page {last}")
     finally:
         if not args.keep:

@@ -142,16 +142,60 @@ class ReviewState(models.Model):
                 condition=Q(scheduled=True, suspended=False),
                 include=["buried_on"],
             ),
-            # by_step of stats/: an index-only count per rung.
+            # stats/ takes today's buried states out of the counts: the few of one day.
             models.Index(
-                fields=["learner", "step"],
-                name="reviewstate_steps",
-                condition=Q(scheduled=True),
+                fields=["learner", "buried_on"],
+                name="reviewstate_buried",
+                condition=Q(buried_on__isnull=False),
             ),
         ]
 
     def __str__(self) -> str:
         return f"{self.learner} / card {self.card_id}: step {self.step}, due {self.due_on}"
+
+
+class ReviewStateCount(models.Model):
+    """How many of a learner's scheduled states share a due date, a rung and ``suspended``.
+
+    Kept by the database: triggers on the review-state table (migration 0009) apply
+    every insert, update and delete, whoever writes it (services, the raw SQL of the
+    beat jobs, cascades, bulk loads). A count that reaches zero is deleted by the same
+    trigger, so the rows are exactly ``GROUP BY`` of the scheduled states. stats/ reads
+    its forecast, due count and ``by_step`` here, in time that follows the learner's
+    days rather than their cards. Read-only from Django.
+
+    ``learner`` carries no database constraint: deleting an account deletes its states,
+    and their trigger deletes these rows, in whichever order Django deletes the tables.
+    """
+
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    due_on = models.DateField()
+    step = models.PositiveSmallIntegerField()
+    suspended = models.BooleanField()
+    n = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            # The triggers' ON CONFLICT target, and the index of a learner's rows.
+            models.UniqueConstraint(
+                fields=["learner", "due_on", "step", "suspended"], name="reviewstatecount_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.learner_id} due {self.due_on} at step {self.step}: {self.n}"
+
+    def save(self, *args, **kwargs):
+        raise TypeError("Review-state counts are kept by the database; they are read-only.")
+
+    def delete(self, *args, **kwargs):
+        raise TypeError("Review-state counts are kept by the database; they are read-only.")
 
 
 class ReviewLog(models.Model):

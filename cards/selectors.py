@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections import defaultdict
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -37,6 +38,7 @@ from .models import (
     ReviewDay,
     ReviewLog,
     ReviewState,
+    ReviewStateCount,
     Tag,
 )
 
@@ -396,32 +398,54 @@ def _streak(*, learner, today: dt.date, days=None) -> int:
     )
 
 
+def _state_counts(
+    *, learner, today: dt.date, horizon: dt.date
+) -> tuple[list[tuple[dt.date, int]], dict[int, int]]:
+    """``(forecast rows, by_step rows)`` of the learner's scheduled states, from their counts.
+
+    The forecast rows are ``(due_on, n)`` of the unsuspended states due by ``horizon``
+    and not buried ``today``: ``queue_states`` up to the horizon, regardless of the
+    pause. The counts table (kept by triggers) holds a row per due date and rung, so
+    both reads follow the learner's days, not their cards; today's buried states are
+    few, read through their partial index and taken off.
+    """
+    forecast: dict[dt.date, int] = defaultdict(int)
+    by_step: dict[int, int] = defaultdict(int)
+    for due_on, step, suspended, n in ReviewStateCount.objects.filter(learner=learner).values_list(
+        "due_on", "step", "suspended", "n"
+    ):
+        by_step[step] += n
+        if not suspended and due_on <= horizon:
+            forecast[due_on] += n
+    buried = (
+        scheduled_states(learner=learner)
+        .filter(buried_on=today, suspended=False, due_on__lte=horizon)
+        .values("due_on")
+        .annotate(n=Count("*"))
+        .values_list("due_on", "n")
+    )
+    for due_on, n in buried:
+        forecast[due_on] -= n
+    return sorted(forecast.items()), by_step
+
+
 def learner_stats(*, learner, today: dt.date) -> dict:
-    states = scheduled_states(learner=learner)
     horizon = today + dt.timedelta(days=FORECAST_DAYS - 1)
     forecast = {today + dt.timedelta(days=i): 0 for i in range(FORECAST_DAYS)}
     # While paused, nothing falls due before the pause ends.
     paused = is_paused(learner=learner, today=today)
     first_day = pause_end(learner_profile(learner)) if paused else today
-    # The queue's rows (``queue_states``) up to the horizon rather than today, and
-    # regardless of the pause: their days before today are the due count too. COUNT(*)
-    # (not of a column) keeps both counts below index-only, on the queue and steps indexes.
+    due_rows, step_rows = _state_counts(learner=learner, today=today, horizon=horizon)
+    # Days before today are the due count too, unless paused.
     due_today = 0
-    for due_on, n in (
-        states.filter(due_on__lte=horizon, suspended=False)
-        .exclude(buried_on=today)
-        .values("due_on")
-        .annotate(n=Count("*"))
-        .values_list("due_on", "n")
-    ):
+    for due_on, n in due_rows:
         if due_on <= today and not paused:
             due_today += n
         day = max(due_on, first_day)
         if day in forecast:
             forecast[day] += n
-
     by_step = {str(step): 0 for step in range(len(settings.STUDY_LADDER_DAYS))}
-    for step, n in states.values("step").annotate(n=Count("*")).values_list("step", "n"):
+    for step, n in sorted(step_rows.items()):
         by_step[str(step)] = n
 
     # One read of the day rows serves the retention window and the streak.
