@@ -23,7 +23,10 @@ counted = pytest.mark.django_db(transaction=True)
 DUE = "/api/v1/reviews/due/"
 START = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
 LATER = START + dt.timedelta(days=2)
-MAX_QUERIES = 5
+# PostgreSQL, the production database, moves a state, appends its log and counts its day
+# in one statement (a data-modifying CTE). SQLite has no data-modifying CTEs, so there the
+# same work takes separate statements: its budget is looser, and just as flat.
+MAX_QUERIES = 5 if connection.vendor == "postgresql" else 9
 
 
 def make_deck(slug: str, *, recall: int, exercise: int = 0) -> Deck:
