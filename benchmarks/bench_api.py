@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 

@@ -44,7 +44,7 @@ from pathlib import Path
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 
-from benchmarks.pg import ensure_database  # noqa: E402
+from benchmarks.pg import ensure_database
 
 ensure_database("bench_load")
 

@@ -256,7 +256,7 @@ def test_positional_encoding_either_layout_accepts_the_lab_layout_whole():
     ],
 )
 def test_every_prompt_states_its_rounding_rule(name, raw):
-    kind, g = variant(name, **raw)
+    _, g = variant(name, **raw)
     if name in ("shapes", "cost"):
         assert "exact" in g.prompt
     else:
