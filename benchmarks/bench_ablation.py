@@ -31,11 +31,11 @@ if __name__ == "__main__":
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[variable] = "1"
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from exercises.checking import check_answers  # noqa: E402
-from exercises.kinds import get_kind  # noqa: E402
-from exercises.predictions import numeric_asks  # noqa: E402
+from exercises.checking import check_answers
+from exercises.kinds import get_kind
+from exercises.predictions import numeric_asks
 
 
 def per_variant(kind_name: str, params: dict, seeds: range) -> float:

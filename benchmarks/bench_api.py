@@ -25,110 +25,46 @@ up due cards; ``--reseed`` rebuilds the data. Exit status 1 when a target is mis
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import statistics
 import sys
 import time
-import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.core.paginator import Paginator  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext, override_settings  # noqa: E402
-from django.urls import include, path  # noqa: E402
 from django.utils import timezone  # noqa: E402
-from rest_framework.authtoken.models import Token  # noqa: E402
-from rest_framework.response import Response  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
-from rest_framework.views import APIView  # noqa: E402
 
-from cards import selectors  # noqa: E402
-from cards.management.commands.seed_load import (  # noqa: E402
-    EMAIL_DOMAIN,
-    synthetic_decks,
-    synthetic_users,
+from benchmarks.due_queue import (  # noqa: E402
+    RAW_SQL,
+    RAW_URL,
+    SMALL_DECK_CARDS,
+    bench_urls,
+    ensure_data,
+    explain,
+    make_small_learner,
+    pairs_to_submit,
+    run_raw,
+    selector_sql,
+    token_client,
 )
-from cards.models import Card, Enrollment, ReviewState  # noqa: E402
+from cards import selectors  # noqa: E402
+from cards.management.commands.seed_load import synthetic_users  # noqa: E402
+from cards.models import ReviewState  # noqa: E402
 
 DUE_URL = "/api/v1/reviews/due/"
 REVIEW_URL = "/api/v1/reviews/"
-RAW_URL = "/bench/raw-due/"
 MAX_QUERIES = 5
 MAX_RATIO_TO_BARE = 3.0
-SMALL_DECK_CARDS = 100
-# Not a synthetic learner (no ``load-`` prefix), so seed_load never schedules it; the
-# benchmark creates it for one run and deletes it afterwards.
-PROBE_USERNAME = "bench-probe-small"
-
-
-# --- data ---------------------------------------------------------------------------
-
-
-def ensure_data(learners: int, cards: int, decks: int, reseed: bool) -> None:
-    have_learners = synthetic_users().count()
-    have_cards = Card.objects.filter(deck__in=synthetic_decks()).count()
-    have_states = ReviewState.objects.filter(learner__in=synthetic_users()).count()
-    if not reseed and (have_learners, have_cards, have_states) == (
-        learners,
-        cards,
-        learners * cards,
-    ):
-        print(f"data: {learners} learners x {cards} cards already seeded")
-        return
-    print(
-        f"data: seeding {learners} learners x {cards} cards "
-        f"(found {have_learners} learners, {have_cards} cards, {have_states} states)"
-    )
-    call_command(
-        "seed_load",
-        learners=learners,
-        cards=cards,
-        decks=decks,
-        reset=True,
-        stdout=sys.stdout,
-    )
-
-
-def token_client(user) -> APIClient:
-    token, _ = Token.objects.get_or_create(user=user)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
-
-
-def make_small_learner(today) -> object:
-    """A learner enrolled in the synthetic decks with only ``SMALL_DECK_CARDS`` cards scheduled,
-    half of them due."""
-    User = get_user_model()
-    User.objects.filter(username=PROBE_USERNAME).delete()
-    probe = User.objects.create_user(username=PROBE_USERNAME, email=f"probe{EMAIL_DOMAIN}")
-    Enrollment.objects.bulk_create(Enrollment(learner=probe, deck=d) for d in synthetic_decks())
-    card_ids = list(
-        Card.objects.filter(deck__in=synthetic_decks())
-        .order_by("id")
-        .values_list("id", flat=True)[:SMALL_DECK_CARDS]
-    )
-    half = len(card_ids) // 2
-    ReviewState.objects.bulk_create(
-        ReviewState(
-            learner=probe,
-            card_id=card_id,
-            step=i % 5,
-            due_on=today if i < half else today + dt.timedelta(days=3),
-        )
-        for i, card_id in enumerate(card_ids)
-    )
-    return probe
 
 
 # --- measuring ----------------------------------------------------------------------
@@ -181,59 +117,101 @@ def check(response, expected: int, what: str):
     return response
 
 
-def selector_sql(learner, today, page_size: int) -> list[str]:
-    """The SQL that the due-queue selector issues for page 1: count, page, prefetch."""
-
-    def run():
-        page = Paginator(selectors.due_reviews(learner=learner, today=today), page_size).page(1)
-        return [state.card.tags.all() for state in page]
-
-    _, sql, _ = count_queries(run)
-    return sql
+def due(client: APIClient, size: int = 20) -> Callable[[], object]:
+    return lambda: check(client.get(DUE_URL, {"page_size": size}), 200, "GET due")
 
 
-def run_raw(statements: list[str]) -> list[tuple[list, list]]:
-    out = []
-    with connection.cursor() as cursor:
-        for sql in statements:
-            cursor.execute(sql)
-            out.append(([c[0] for c in cursor.description], cursor.fetchall()))
-    return out
+@dataclass
+class Counts:
+    """Queries per request, each measured once after a warm-up request of its shape."""
+
+    due_20: int
+    due_100: int
+    due_small: int
+    post: int = 0
+    post_small: int = 0
+    big_cards: int = 0
+    due_sql: list[str] = field(default_factory=list)
+    post_sql: list[str] = field(default_factory=list)
 
 
-# Per learner id, the selector's SQL for page 1; the bare view replays it.
-RAW_SQL: dict[int, list[str]] = {}
+def count_due(big, big_client: APIClient, small_client: APIClient) -> Counts:
+    """Counts the due queue's queries and checks that the raw SQL returns the API's page,
+    without which the comparison would mean nothing."""
+    for call in (due(big_client), due(big_client, 100), due(small_client)):
+        call()
+    due_20, due_sql, first_page = count_queries(due(big_client))
+    counts = Counts(
+        due_20=due_20,
+        due_100=count_queries(due(big_client, 100))[0],
+        due_small=count_queries(due(small_client))[0],
+        big_cards=ReviewState.objects.filter(learner=big).count(),
+        due_sql=due_sql,
+    )
+    api_ids = [item["card"]["id"] for item in first_page.json()["results"]]
+    raw_page = run_raw(RAW_SQL[big.pk])[1]
+    card_col = raw_page[0].index("card_id")
+    raw_ids = [row[card_col] for row in raw_page[1]]
+    if api_ids != raw_ids:
+        raise SystemExit(f"raw SQL page differs from the API page: {raw_ids} vs {api_ids}")
+    return counts
 
 
-class RawDueView(APIView):
-    """The due queue as raw SQL rows in a bare DRF Response: the floor for the real view."""
+class Submitter:
+    """Due (learner, card) pairs for submissions: a different learner each time when possible."""
 
-    def get(self, request):
-        results = run_raw(RAW_SQL[request.user.pk])
-        count = results[0][1][0][0]
-        columns, rows = results[1]
-        return Response(
-            {"count": count, "results": [dict(zip(columns, r, strict=True)) for r in rows]}
+    def __init__(self, learners, clients: dict[int, APIClient], today, wanted: int) -> None:
+        due_pairs = pairs_to_submit(learners, today, wanted)
+        if len(due_pairs) < wanted:
+            raise SystemExit(
+                f"only {len(due_pairs)} due cards left among {len(learners)} learners; use --reseed"
+            )
+        self.pairs = iter(due_pairs)
+        self.clients = clients
+
+    def __call__(self) -> Callable[[], object]:
+        learner_id, card_id = next(self.pairs)
+        client = self.clients[learner_id]
+        return lambda: check(
+            client.post(REVIEW_URL, {"card": card_id, "result": "pass"}, format="json"),
+            201,
+            "POST review",
         )
 
 
-bench_urls = types.ModuleType("bench_urls")
-bench_urls.urlpatterns = [
-    path(RAW_URL.strip("/") + "/", RawDueView.as_view()),
-    path("", include("studyapp.urls")),
-]
+def count_posts(counts: Counts, submit: Submitter, small_client: APIClient, probe, today) -> None:
+    counts.post, counts.post_sql, _ = count_queries(submit())
+    small_due = list(
+        selectors.due_reviews(learner=probe, today=today).values_list("card_id", flat=True)[:1]
+    )
+    counts.post_small, _, _ = count_queries(
+        lambda: check(
+            small_client.post(REVIEW_URL, {"card": small_due[0], "result": "pass"}, format="json"),
+            201,
+            "POST review (small learner)",
+        )
+    )
 
 
-def explain(statements: list[str]) -> None:
-    if connection.vendor != "postgresql":
-        print("(EXPLAIN ANALYZE is shown on PostgreSQL only)")
-        return
-    with connection.cursor() as cursor:
-        for sql in statements:
-            print("\n" + sql)
-            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql)
-            for (line,) in cursor.fetchall():
-                print("    " + line)
+def time_interleaved(
+    args, rotation: list[int], clients: dict[int, APIClient], submit: Submitter, series
+) -> None:
+    """Interleaves the series so drifts (caches, autovacuum) hit all of them alike."""
+    get_due, post, raw, bare = series
+    with override_settings(DEBUG=False):
+        for i in range(args.warmup + args.requests):
+            learner_id = rotation[i % len(rotation)]
+            client = clients[learner_id]
+            if i < args.warmup:
+                client.get(DUE_URL)
+                client.get(RAW_URL)
+                run_raw(RAW_SQL[learner_id])
+                submit()()
+                continue
+            timed(get_due, due(client))
+            timed(bare, lambda c=client: check(c.get(RAW_URL), 200, "GET bare"))
+            timed(raw, lambda lid=learner_id: run_raw(RAW_SQL[lid]))
+            timed(post, submit())
 
 
 # --- the benchmark ------------------------------------------------------------------
@@ -275,154 +253,85 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure(args, learners, clients, today, probe) -> int:
-    n = args.requests
     big = learners[0]
     big_client = clients[big.pk]
     small_client = token_client(probe)
+    counts = count_due(big, big_client, small_client)
+    submit = Submitter(learners, clients, today, args.requests + args.warmup + 2)
+    count_posts(counts, submit, small_client, probe, today)
 
-    # Query counts (one request each, after a warm-up request for each shape).
-    def due(client, size=20):
-        return lambda: check(client.get(DUE_URL, {"page_size": size}), 200, "GET due")
-
-    for call in (due(big_client), due(big_client, 100), due(small_client)):
-        call()
-    q_due_20, due_sql, first_page = count_queries(due(big_client))
-    q_due_100, _, _ = count_queries(due(big_client, 100))
-    q_due_small, _, _ = count_queries(due(small_client))
-    big_cards = ReviewState.objects.filter(learner=big).count()
-
-    # The raw SQL must return the same page as the API, or the comparison is meaningless.
-    api_ids = [item["card"]["id"] for item in first_page.json()["results"]]
-    raw_page = run_raw(RAW_SQL[big.pk])[1]
-    card_col = raw_page[0].index("card_id")
-    raw_ids = [row[card_col] for row in raw_page[1]]
-    if api_ids != raw_ids:
-        raise SystemExit(f"raw SQL page differs from the API page: {raw_ids} vs {api_ids}")
-
-    # Due (learner, card) pairs for submissions: a different learner each time when possible.
-    due_pairs = pairs_to_submit(learners, today, n + args.warmup + 2)
-    if len(due_pairs) < n + args.warmup + 2:
-        raise SystemExit(
-            f"only {len(due_pairs)} due cards left among {len(learners)} learners; use --reseed"
-        )
-    pairs = iter(due_pairs)
-
-    def submit(client_for=None):
-        learner_id, card_id = next(pairs)
-        client = client_for or clients[learner_id]
-        return lambda: check(
-            client.post(REVIEW_URL, {"card": card_id, "result": "pass"}, format="json"),
-            201,
-            "POST review",
-        )
-
-    q_post, post_sql, _ = count_queries(submit())
-    small_due = list(
-        selectors.due_reviews(learner=probe, today=today).values_list("card_id", flat=True)[:1]
-    )
-    q_post_small, _, _ = count_queries(
-        lambda: check(
-            small_client.post(REVIEW_URL, {"card": small_due[0], "result": "pass"}, format="json"),
-            201,
-            "POST review (small learner)",
-        )
-    )
-
-    get_due = Series("GET reviews/due/ (page of 20)", queries=q_due_20)
-    post = Series("POST reviews/ (due card, pass)", queries=q_post)
+    get_due = Series("GET reviews/due/ (page of 20)", queries=counts.due_20)
+    post = Series("POST reviews/ (due card, pass)", queries=counts.post)
     raw = Series("(a) selector SQL, cursor + fetchall", queries=len(RAW_SQL[big.pk]))
     bare = Series("(b) auth + selector SQL + bare DRF Response")
     rotation = [u.pk for u in learners]
-
-    # Interleave the series so drifts (caches, autovacuum) hit all of them alike.
-    with override_settings(DEBUG=False):
-        for i in range(args.warmup + n):
-            learner_id = rotation[i % len(rotation)]
-            client = clients[learner_id]
-            if i < args.warmup:
-                client.get(DUE_URL)
-                client.get(RAW_URL)
-                run_raw(RAW_SQL[learner_id])
-                submit()()
-                continue
-            timed(get_due, due(client))
-            timed(bare, lambda c=client: check(c.get(RAW_URL), 200, "GET bare"))
-            timed(raw, lambda lid=learner_id: run_raw(RAW_SQL[lid]))
-            timed(post, submit())
+    time_interleaved(args, rotation, clients, submit, (get_due, post, raw, bare))
     _, bare_sql, _ = count_queries(lambda: big_client.get(RAW_URL))
     bare.queries = len(bare_sql)
 
-    # --- report ---------------------------------------------------------------------
     print()
     print(
-        f"{args.learners} learners x {args.cards} cards; {n} timed requests per series, "
-        f"{len(rotation)} learners in rotation; study day {today}"
+        f"{args.learners} learners x {args.cards} cards; {args.requests} timed requests per "
+        f"series, {len(rotation)} learners in rotation; study day {today}"
     )
     print(f"{'series':<46} {'median ms':>10} {'p95 ms':>9} {'queries':>8}")
     for s in (get_due, post, raw, bare):
         print(f"{s.label:<46} {s.median_ms:>10.2f} {s.p95_ms:>9.2f} {s.queries:>8}")
-
-    verdicts: list[bool] = []
-
-    def verdict(ok: bool, text: str) -> None:
-        verdicts.append(ok)
-        print(f"  {'PASS' if ok else 'MISS'}  {text}")
-
-    print("\nqueries per request (target: at most 5, independent of page and deck size)")
-    verdict(q_due_20 <= MAX_QUERIES, f"GET due: {q_due_20} queries")
-    verdict(q_post <= MAX_QUERIES, f"POST review: {q_post} queries")
-    verdict(q_due_20 == q_due_100, f"GET due: page_size 20 -> {q_due_20}, 100 -> {q_due_100}")
-    verdict(
-        q_due_20 == q_due_small,
-        f"GET due: learner with {SMALL_DECK_CARDS} cards -> {q_due_small}, "
-        f"with {big_cards} cards -> {q_due_20}",
-    )
-    verdict(
-        q_post == q_post_small,
-        f"POST review: learner with {SMALL_DECK_CARDS} cards -> {q_post_small}, "
-        f"with {big_cards} cards -> {q_post}",
-    )
-
-    ratio_raw = get_due.median_ms / raw.median_ms
-    ratio_bare = get_due.median_ms / bare.median_ms
-    print("\ndue-queue median relative to")
-    print(f"        (a) raw SQL alone: {ratio_raw:.1f}x (for information)")
-    due_ok = ratio_bare <= MAX_RATIO_TO_BARE
-    verdict(
-        due_ok,
-        f"(b) raw SQL + bare DRF Response: {ratio_bare:.2f}x (target <= {MAX_RATIO_TO_BARE:g}x)",
-    )
-
-    print("\nSQL of one GET due request:")
-    for sql in due_sql:
-        print(f"  {sql[:160]}{'...' if len(sql) > 160 else ''}")
-    print("SQL of one POST review request:")
-    for sql in post_sql:
-        print(f"  {sql[:160]}{'...' if len(sql) > 160 else ''}")
+    verdicts = query_verdicts(counts)
+    due_ok = ratio_verdict(get_due, raw, bare)
+    verdicts.append(due_ok)
+    print_sql(counts)
     if args.explain or not due_ok:
         print("\nEXPLAIN ANALYZE of the selector's SQL for the first learner:")
         explain(RAW_SQL[big.pk])
     return 0 if all(verdicts) else 1
 
 
-def pairs_to_submit(learners, today, wanted: int) -> list[tuple[int, int]]:
-    """Due (learner id, card id) pairs, round-robin over learners so each submission is valid."""
-    per_learner: dict[int, list[int]] = {}
-    rows = (
-        ReviewState.objects.filter(learner__in=learners, due_on__lte=today)
-        .order_by("learner_id", "due_on", "id")
-        .values_list("learner_id", "card_id")
+# --- the report ---------------------------------------------------------------------
+
+
+def verdict(ok: bool, text: str) -> bool:
+    print(f"  {'PASS' if ok else 'MISS'}  {text}")
+    return ok
+
+
+def query_verdicts(c: Counts) -> list[bool]:
+    print("\nqueries per request (target: at most 5, independent of page and deck size)")
+    return [
+        verdict(c.due_20 <= MAX_QUERIES, f"GET due: {c.due_20} queries"),
+        verdict(c.post <= MAX_QUERIES, f"POST review: {c.post} queries"),
+        verdict(c.due_20 == c.due_100, f"GET due: page_size 20 -> {c.due_20}, 100 -> {c.due_100}"),
+        verdict(
+            c.due_20 == c.due_small,
+            f"GET due: learner with {SMALL_DECK_CARDS} cards -> {c.due_small}, "
+            f"with {c.big_cards} cards -> {c.due_20}",
+        ),
+        verdict(
+            c.post == c.post_small,
+            f"POST review: learner with {SMALL_DECK_CARDS} cards -> {c.post_small}, "
+            f"with {c.big_cards} cards -> {c.post}",
+        ),
+    ]
+
+
+def ratio_verdict(get_due: Series, raw: Series, bare: Series) -> bool:
+    ratio_raw = get_due.median_ms / raw.median_ms
+    ratio_bare = get_due.median_ms / bare.median_ms
+    print("\ndue-queue median relative to")
+    print(f"        (a) raw SQL alone: {ratio_raw:.1f}x (for information)")
+    return verdict(
+        ratio_bare <= MAX_RATIO_TO_BARE,
+        f"(b) raw SQL + bare DRF Response: {ratio_bare:.2f}x (target <= {MAX_RATIO_TO_BARE:g}x)",
     )
-    for learner_id, card_id in rows:
-        per_learner.setdefault(learner_id, []).append(card_id)
-    pairs: list[tuple[int, int]] = []
-    depth = 0
-    while len(pairs) < wanted and any(len(c) > depth for c in per_learner.values()):
-        for learner_id, card_ids in per_learner.items():
-            if len(card_ids) > depth:
-                pairs.append((learner_id, card_ids[depth]))
-        depth += 1
-    return pairs[:wanted]
+
+
+def print_sql(c: Counts) -> None:
+    print("\nSQL of one GET due request:")
+    for sql in c.due_sql:
+        print(f"  {sql[:160]}{'...' if len(sql) > 160 else ''}")
+    print("SQL of one POST review request:")
+    for sql in c.post_sql:
+        print(f"  {sql[:160]}{'...' if len(sql) > 160 else ''}")
 
 
 if __name__ == "__main__":

@@ -258,119 +258,6 @@ def _counting_backend():
     return Counting
 
 
-def _start_worker(queue: str, processes: int, log_path: Path):
-    import subprocess
-
-    env = dict(os.environ)
-    env.update(
-        DJANGO_EMAIL_BACKEND="benchmarks.mail.BuildOnlyBackend",
-        PYTHONPATH=str(REPO),
-        LOG_LEVEL="WARNING",
-    )
-    celery = str(Path(sys.executable).with_name("celery"))
-    log = log_path.open("wb")
-    proc = subprocess.Popen(
-        [
-            celery,
-            "-A",
-            "studyapp",
-            "worker",
-            "--pool=prefork",
-            f"--concurrency={processes}",
-            "-Q",
-            queue,
-            "-n",
-            f"{queue}-{processes}@%h",
-            "--loglevel=INFO",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 120
-    while b"ready." not in log_path.read_bytes():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            sys.exit(f"the worker did not start:\n{log_path.read_text()[-3000:]}")
-        time.sleep(0.2)
-    return proc
-
-
-def bench_fanout(learners: int) -> None:
-    """The beat task's reminder pass through real workers on Redis, with 1 and 2 processes."""
-    import signal
-    import tempfile
-    import uuid
-
-    from django.conf import settings
-
-    from cards import tasks
-    from cards.models import Reminder
-    from cards.services import reminders
-
-    if not os.environ.get("REDIS_URL"):
-        sys.exit("--fanout needs Redis: set REDIS_URL=redis://...")
-    seed(learners, 1)
-    enroll_first(learners, "bench-due")
-    sql(
-        """
-        INSERT INTO cards_reviewstate (learner_id, card_id, step, due_on, created_at, updated_at)
-        SELECT e.learner_id, c.id, 1, DATE '2020-01-01', now(), now()
-        FROM cards_enrollment e JOIN cards_card c ON c.deck_id = e.deck_id
-        JOIN cards_deck d ON d.id = e.deck_id AND d.slug = 'bench-due'
-        ON CONFLICT DO NOTHING
-        """
-    )
-    # Every learner's reminder is due whatever the wall clock says.
-    sql(
-        "UPDATE cards_learnerprofile SET reminders = true, timezone = 'UTC', "
-        "day_starts_at = 0, reminder_hour = 0"
-    )
-    sql("VACUUM ANALYZE")
-    timings = {}
-    for processes in (1, 2):
-        sql("DELETE FROM cards_reminder")
-        queue = f"bench-{uuid.uuid4().hex[:8]}"
-        log_path = Path(tempfile.gettempdir()) / f"{queue}.log"
-        worker = _start_worker(queue, processes, log_path)
-        try:
-            started = time.monotonic()
-            chunks = len(
-                reminders.reminder_chunks(
-                    at=dt.datetime.now(dt.UTC), chunk_size=settings.STUDY_REMINDER_CHUNK
-                )
-            )
-            if not chunks:
-                sys.exit("no reminder is due: check the recipients' conditions against the seed")
-            tasks.send_due_reminders.apply_async(queue=queue)
-            done = 0
-            while done < learners:
-                if time.monotonic() - started > 1800:
-                    sys.exit(f"timed out at {done} of {learners} reminders")
-                time.sleep(0.25)
-                done = Reminder.objects.filter(sent_at__isnull=False).count()
-            timings[processes] = time.monotonic() - started
-        finally:
-            os.killpg(worker.pid, signal.SIGTERM)
-            worker.wait(timeout=60)
-        print(
-            f"  {learners:,} learners, {processes} worker process(es), {chunks} chunks: "
-            f"{timings[processes]:6.2f} s ({learners / timings[processes]:,.0f} reminders/s)"
-        )
-    speedup = timings[1] / timings[2]
-    efficiency = speedup / 2
-    million_8 = timings[1] * (1_000_000 / learners) / (8 * efficiency)
-    print(
-        f"  speedup with 2 processes: {speedup:.2f}x (target >= 1.7); projection for "
-        f"1,000,000 learners on 8 worker processes at the same per-process efficiency "
-        f"({efficiency:.0%}): {million_8:,.0f} s ({million_8 / 60:.1f} min)"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learners", type=int, default=1000, help="N; the second size is 10N")
@@ -411,6 +298,8 @@ def main() -> None:
         for n in sizes:
             bench_reminders(n)
     if args.only in (None, "fanout"):
+        from benchmarks.beat_fanout import bench_fanout
+
         print("send_due_reminders fanned out to Celery workers (Redis), every learner due:")
         bench_fanout(args.fanout)
 

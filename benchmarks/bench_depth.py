@@ -25,7 +25,7 @@ import time
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_depth")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 
-from benchmarks.pg import ensure_database  # noqa: E402
+from benchmarks.pg import ensure_database
 
 ensure_database("bench_depth")
 

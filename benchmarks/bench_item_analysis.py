@@ -41,6 +41,22 @@ KINDS = ["attention", "causal", "projection", "multi_head"]
 def seed(*, learners: int, cards: int, days: int, per_day: int, decks: int) -> dict[str, int]:
     sql("TRUNCATE auth_user, cards_deck, cards_tag RESTART IDENTITY CASCADE")
     sql("TRUNCATE cards_reviewlog, exercises_exercise RESTART IDENTITY CASCADE")
+    seed_learners_and_cards(learners=learners, cards=cards, decks=decks)
+    rows, undos = seed_log(cards=cards, days=days, per_day=per_day)
+    reports = sql(
+        """
+        INSERT INTO cards_report (learner_id, card_id, exercise_id, text, resolved, created_at)
+        SELECT 1 + g %% %s, 1 + (g * 13) %% %s, NULL, 'Report ' || g, g %% 3 = 0, now()
+        FROM generate_series(1, 2000) g
+        """,
+        [learners, cards],
+    )
+    attempts = seed_attempts(learners=learners)
+    sql("ANALYZE")
+    return {"log rows": rows + undos, "undos": undos, "reports": reports, "attempts": attempts}
+
+
+def seed_learners_and_cards(*, learners: int, cards: int, decks: int) -> None:
     sql(
         """
         INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email,
@@ -73,6 +89,10 @@ def seed(*, learners: int, cards: int, days: int, per_day: int, decks: int) -> d
         "INSERT INTO cards_card_tags (card_id, tag_id) "
         "SELECT id, 1 + id %% 2 FROM cards_card WHERE id %% 5 = 0"
     )
+
+
+def seed_log(*, cards: int, days: int, per_day: int) -> tuple[int, int]:
+    """The review log, 1 % of it undone; returns the reviews and the undos written."""
     # Each learner reviews per_day cards a day; card c fails with probability 5 + c %% 30 %.
     rows = sql(
         """
@@ -104,14 +124,11 @@ def seed(*, learners: int, cards: int, days: int, per_day: int, decks: int) -> d
     from cards.services.review_days import review_days_rebuild
 
     review_days_rebuild()  # the per-day counts that stats/ reads follow the log
-    reports = sql(
-        """
-        INSERT INTO cards_report (learner_id, card_id, exercise_id, text, resolved, created_at)
-        SELECT 1 + g %% %s, 1 + (g * 13) %% %s, NULL, 'Report ' || g, g %% 3 = 0, now()
-        FROM generate_series(1, 2000) g
-        """,
-        [learners, cards],
-    )
+    return rows, undos
+
+
+def seed_attempts(*, learners: int) -> int:
+    """20,000 exercises with one attempt each, with per-part verdicts and diagnoses."""
     sql(
         """
         INSERT INTO exercises_exercise (owner_id, kind, prompt, params, seed, inputs, asks,
@@ -122,7 +139,7 @@ def seed(*, learners: int, cards: int, days: int, per_day: int, decks: int) -> d
         """,
         [learners, KINDS],
     )
-    attempts = sql(
+    return sql(
         """
         INSERT INTO exercises_attempt (exercise_id, number, answers, correct, score, result,
                                        created_at)
@@ -148,8 +165,6 @@ def seed(*, learners: int, cards: int, days: int, per_day: int, decks: int) -> d
         """,
         [MISTAKE_CODES],
     )
-    sql("ANALYZE")
-    return {"log rows": rows + undos, "undos": undos, "reports": reports, "attempts": attempts}
 
 
 PAGES = [

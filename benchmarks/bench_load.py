@@ -44,7 +44,7 @@ from pathlib import Path
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 
-from benchmarks.pg import ensure_database  # noqa: E402
+from benchmarks.pg import ensure_database
 
 ensure_database("bench_load")
 
@@ -267,7 +267,7 @@ def from_pool(items: list, make: Callable) -> Callable:
     return next_call
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learners", type=int, default=1000)
     parser.add_argument("--cards", type=int, default=1000)
@@ -284,65 +284,55 @@ def main() -> None:
         action="store_true",
         help="keep the default per-learner limit (scope user) on: its cost is in every API series",
     )
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    ensure_data(args.learners, args.cards)
-    learners = learners_with_tokens()
-    tokens = [token for _, token in learners]
-    targets = review_targets(learners, 20_000)
-    pool = exercise_pool(learners, args.exercises)
 
-    proc = start_gunicorn(args.port, args.workers, args.user_limit)
-    try:
-        wait_ready(args.port, tokens[0], proc)
-        baseline = Series("GET baseline (hand-written view)", 200)
-        due = Series("GET reviews/due/", 200)
-        for _ in range(args.rounds):
-            baseline.run(
-                args.port,
-                args.clients,
-                args.seconds,
-                rotating(tokens, "GET", "/bench/baseline-due/"),
-            )
-            due.run(
-                args.port,
-                args.clients,
-                args.seconds,
-                rotating(tokens, "GET", "/api/v1/reviews/due/"),
-            )
-        review = Series("POST reviews/", 201)
-        review.run(
-            args.port,
-            args.clients,
-            args.seconds,
-            from_pool(
-                targets,
-                lambda t: ("POST", "/api/v1/reviews/", t[0], {"card": t[1], "result": "pass"}),
-            ),
+def run_series(args, tokens: list[str], targets: list, pool: list) -> list[Series]:
+    """Every series against the running server: baseline and due queue alternating in
+    rounds, then the writes."""
+    baseline = Series("GET baseline (hand-written view)", 200)
+    due = Series("GET reviews/due/", 200)
+    for _ in range(args.rounds):
+        baseline.run(
+            args.port, args.clients, args.seconds, rotating(tokens, "GET", "/bench/baseline-due/")
         )
-        create = Series("POST exercises/", 201)
-        tokens_iter = rotating(tokens, "POST", "/api/v1/exercises/")
-        create.run(
-            args.port,
-            args.clients,
-            args.seconds,
-            lambda n: (*tokens_iter(n), {"kind": "attention", "params": {}}),
+        due.run(
+            args.port, args.clients, args.seconds, rotating(tokens, "GET", "/api/v1/reviews/due/")
         )
-        submit = Series("POST exercises/{id}/submit/", 200)
-        submit.run(
-            args.port,
-            args.clients,
-            args.seconds,
-            from_pool(
-                pool,
-                lambda e: ("POST", f"/api/v1/exercises/{e[1]}/submit/", e[0], {"answers": e[2]}),
-            ),
-        )
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    review = Series("POST reviews/", 201)
+    review.run(
+        args.port,
+        args.clients,
+        args.seconds,
+        from_pool(
+            targets,
+            lambda t: ("POST", "/api/v1/reviews/", t[0], {"card": t[1], "result": "pass"}),
+        ),
+    )
+    create = Series("POST exercises/", 201)
+    tokens_iter = rotating(tokens, "POST", "/api/v1/exercises/")
+    create.run(
+        args.port,
+        args.clients,
+        args.seconds,
+        lambda n: (*tokens_iter(n), {"kind": "attention", "params": {}}),
+    )
+    submit = Series("POST exercises/{id}/submit/", 200)
+    submit.run(
+        args.port,
+        args.clients,
+        args.seconds,
+        from_pool(
+            pool,
+            lambda e: ("POST", f"/api/v1/exercises/{e[1]}/submit/", e[0], {"answers": e[2]}),
+        ),
+    )
+    return [baseline, due, review, create, submit]
 
-    series = [baseline, due, review, create, submit]
+
+def report(args, series: list[Series], tokens: list[str]) -> bool:
+    """Prints the table and the due queue's ratio to the baseline; whether all went well."""
+    baseline, due = series[0], series[1]
     print(
         f"\ngunicorn {args.workers} sync workers, production settings, {args.clients} clients, "
         f"{args.learners:,} learners x {args.cards:,} cards, tokens over {len(tokens)} learners, "
@@ -359,7 +349,25 @@ def main() -> None:
     ratio = due.rate / baseline.rate if baseline.rate else 0.0
     verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
     print(f"\ndue queue / baseline requests/s: {ratio:.2f} (target >= {TARGET_RATIO}: {verdict})")
-    if any(s.errors for s in series) or ratio < TARGET_RATIO:
+    return not any(s.errors for s in series) and ratio >= TARGET_RATIO
+
+
+def main() -> None:
+    args = parse_args()
+    ensure_data(args.learners, args.cards)
+    learners = learners_with_tokens()
+    tokens = [token for _, token in learners]
+    targets = review_targets(learners, 20_000)
+    pool = exercise_pool(learners, args.exercises)
+
+    proc = start_gunicorn(args.port, args.workers, args.user_limit)
+    try:
+        wait_ready(args.port, tokens[0], proc)
+        series = run_series(args, tokens, targets, pool)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    if not report(args, series, tokens):
         sys.exit(1)
 
 

@@ -284,9 +284,9 @@ def scaled_dot_product_attention(
     scale: bool | float = ...,
     return_intermediates: bool = ...,
 ) -> np.ndarray | AttentionTrace: ...
-# One function on purpose, over 60 lines and McCabe 10: the benchmarked fast path
-# (benchmarks/bench_engine.py), whose checks are inline because at hand-sized n a call
-# costs as much as the arithmetic.
+# Over 60 lines on purpose: the benchmarked fast path (benchmarks/bench_engine.py), over
+# McCabe 10 too, whose checks are inline because at hand-sized n a call costs as much as
+# the arithmetic.
 def scaled_dot_product_attention(  # noqa: C901
     Q: ArrayLike,
     K: ArrayLike,

@@ -120,13 +120,14 @@ def attempts_summary(exercise: Exercise) -> dict[str, int]:
 
 def solution_if_revealed(exercise: Exercise) -> dict[str, Any] | None:
     if exercise.solved or exercise.attempts_used >= exercise.max_attempts:
-        return exercise.solution
+        solution: dict[str, Any] = exercise.solution
+        return solution
     return None
 
 
 def exercise_build(
     *,
-    owner,
+    owner: Any,
     kind: str,
     params: dict[str, Any] | None,
     seed: int | None = None,
@@ -171,7 +172,7 @@ def exercise_build(
 
 def exercise_create(
     *,
-    owner,
+    owner: Any,
     kind: str,
     params: dict[str, Any] | None,
     seed: int | None = None,
@@ -183,7 +184,7 @@ def exercise_create(
     return exercise
 
 
-def attempt_submit(*, owner, exercise_id: int, answers: Any, at: datetime) -> SubmitOutcome:
+def attempt_submit(*, owner: Any, exercise_id: int, answers: Any, at: datetime) -> SubmitOutcome:
     """Check ``answers`` and record the attempt.
 
     Raises ``Exercise.DoesNotExist`` (not the owner's), ``AnswerError`` (malformed, no
@@ -315,7 +316,7 @@ def prediction_state(ask: Mapping[str, Any], made: Prediction | None) -> dict[st
 
 
 def playground_prediction_record(
-    *, owner, preset: str, answer: str, at: datetime
+    *, owner: Any, preset: str, answer: str, at: datetime
 ) -> tuple[Prediction, dict[str, Any]]:
     """Record a prediction about preset ``preset`` and mark it against its weights.
 

@@ -46,7 +46,7 @@ def check_broker() -> None:
         finally:
             client.close()
         return
-    folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("data_folder_in", "")
+    folder = str(settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("data_folder_in", ""))
     if not (os.path.isdir(folder) and os.access(folder, os.W_OK)):
         raise RuntimeError(f"the broker folder {folder} is missing or read-only")
 

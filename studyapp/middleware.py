@@ -37,6 +37,7 @@ def _is_api(request) -> bool:
 
 
 def _error(request, status: int, detail: str, *, retry_after: int | None = None) -> HttpResponse:
+    response: HttpResponse
     if _is_api(request):
         response = JsonResponse({"detail": detail}, status=status)
     else:

@@ -213,7 +213,7 @@ if REDIS_URL:
     # limit, so Redis never redelivers a task that is still running.
     # Socket timeouts: a hung Redis fails a publish within about a second instead
     # of holding the request (the beat job catches up on what was not enqueued).
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         "visibility_timeout": 3600,
         "socket_timeout": REDIS_SOCKET_TIMEOUT,
         "socket_connect_timeout": REDIS_SOCKET_TIMEOUT,

@@ -19,6 +19,7 @@ import logging
 import math
 import secrets
 import weakref
+from typing import cast
 
 from axes.backends import AxesStandaloneBackend
 from django.conf import settings
@@ -45,6 +46,9 @@ class StudyThrottle(SimpleRateThrottle):
     """
 
     cache_format = "throttle:%(scope)s:%(ident)s"
+    # Set per request from the scope's rate (SimpleRateThrottle sets them in __init__).
+    num_requests: int
+    duration: int
 
     def __init__(self, scope: str | None = None):
         # SimpleRateThrottle reads the rate in __init__; here it is read per request,
@@ -83,7 +87,8 @@ class StudyThrottle(SimpleRateThrottle):
         bound.rate = bound.get_rate()
         if bound.rate is None:
             return True
-        bound.num_requests, bound.duration = bound.parse_rate(bound.rate)
+        # A rate that is set parses to two numbers.
+        bound.num_requests, bound.duration = cast("tuple[int, int]", bound.parse_rate(bound.rate))
         try:
             redis = _redis_window(self.cache)
             if redis is None:
@@ -146,7 +151,8 @@ return {allowed, count, oldest[2] or false}
 class _RedisWindow:
     def __init__(self, cache: RedisCache):
         self.cache = cache
-        self.client = cache._cache.get_client(write=True)
+        # The client behind Django's RedisCache, which the stubs do not declare.
+        self.client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
         self.script = self.client.register_script(_WINDOW_SCRIPT)
 
 
@@ -258,6 +264,7 @@ def lockout_response(request, original_response=None, credentials=None) -> HttpR
     seconds = lockout_seconds_left(username)
     until = timezone.now() + dt.timedelta(seconds=seconds)
     logger.warning("Log-in refused: username %r is locked out", username)
+    response: HttpResponse
     if request.path.startswith("/api/"):
         response = JsonResponse(
             {

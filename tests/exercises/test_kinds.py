@@ -352,7 +352,7 @@ def test_width_one_is_fine_without_scaling(name):
 
 
 def test_positional_encoding_layouts_are_named_in_the_prompt(generate):
-    kind, paper = generate("positional_encoding", d_model=4, positions=2)
+    _, paper = generate("positional_encoding", d_model=4, positions=2)
     assert "interleaved" in paper.prompt and "not the one asked" in paper.prompt
     _, lab = generate("positional_encoding", d_model=4, positions=2, layout="sines_then_cosines")
     assert "first $d_{model}/2$ dimensions hold" in lab.prompt

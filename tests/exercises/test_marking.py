@@ -151,55 +151,34 @@ def test_cost_counts_are_exact_even_beyond_a_float_and_bytes_follow_from_entries
         bytes_per_entry=4,
         vary=False,
     )
+
+    def mark(answers):
+        return check_answers(
+            asks=g.asks,
+            solution=g.solution,
+            answers=answers,
+            rtol=g.rtol,
+            atol=g.atol,
+            inputs=g.inputs,
+            kind=kind,
+        )
+
     exact = dict(g.solution)
     assert exact["score_bytes"] > 2**53
     assert check(kind, g, exact).correct
-    off_by_one = {**exact, "score_bytes": exact["score_bytes"] + 1}
-    r = check_answers(
-        asks=g.asks,
-        solution=g.solution,
-        answers=off_by_one,
-        rtol=g.rtol,
-        atol=g.atol,
-        inputs=g.inputs,
-        kind=kind,
-    )
+    r = mark({**exact, "score_bytes": exact["score_bytes"] + 1})
     assert not r.correct and r.first_wrong == "score_bytes"
     with_biases = kind.answers_under(g.inputs, MISTAKES["params_with_biases"].recipe)
-    r = check_answers(
-        asks=g.asks,
-        solution=g.solution,
-        answers={k: np.asarray(v).tolist() for k, v in with_biases.items()},
-        rtol=g.rtol,
-        atol=g.atol,
-        inputs=g.inputs,
-        kind=kind,
-    )
+    r = mark({k: np.asarray(v).tolist() for k, v in with_biases.items()})
     assert r.first_wrong == "attention_params"
     assert [d["code"] for d in r.diagnosis] == ["params_with_biases"]
     # Entries off by a factor, bytes computed from them: bytes follow.
     entries = exact["score_entries"] * 2
     per = g.inputs["heads"] * g.inputs["layers"] * g.inputs["bytes_per_entry"]
-    r = check_answers(
-        asks=g.asks,
-        solution=g.solution,
-        answers={**exact, "score_entries": entries, "score_bytes": entries * per},
-        rtol=g.rtol,
-        atol=g.atol,
-        inputs=g.inputs,
-        kind=kind,
-    )
+    r = mark({**exact, "score_entries": entries, "score_bytes": entries * per})
     assert r.parts["score_bytes"].follows and r.first_wrong == "score_entries"
     # A count written with a fraction is not the whole number asked.
-    r = check_answers(
-        asks=g.asks,
-        solution=g.solution,
-        answers={**exact, "ffn_params": exact["ffn_params"] + 0.5},
-        rtol=g.rtol,
-        atol=g.atol,
-        inputs=g.inputs,
-        kind=kind,
-    )
+    r = mark({**exact, "ffn_params": exact["ffn_params"] + 0.5})
     assert (
         r.parts["ffn_params"].message
         == "Not the exact whole number expected. This is the first wrong step."
@@ -256,7 +235,7 @@ def test_positional_encoding_either_layout_accepts_the_lab_layout_whole():
     ],
 )
 def test_every_prompt_states_its_rounding_rule(name, raw):
-    kind, g = variant(name, **raw)
+    _, g = variant(name, **raw)
     if name in ("shapes", "cost"):
         assert "exact" in g.prompt
     else:

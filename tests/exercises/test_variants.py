@@ -21,45 +21,60 @@ from tests.exercises.sweep import PARAMETER_SETS
 IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in raw.items())}" for name, raw in PARAMETER_SETS]
 
 
+def assert_solution_is_the_exact_method(kind, g, context) -> None:
+    """The right method, every step rounded to three decimals, is accepted; exactly, it
+    is the solution."""
+    rounded = kind.answers_under(g.inputs, {}, STEP_DECIMALS)
+    assert accepted(kind, g, rounded), context
+    exact = kind.answers_under(g.inputs, {})
+    # A prediction asked first is marked apart from the numbers.
+    marked = g.asks[1:] if g.asks[0].get("choices") else g.asks
+    for ask in marked:
+        if ask.get("choices"):  # a choice (the ablation verdict) is one of its strings
+            assert exact[ask["name"]] == g.solution[ask["name"]], context
+            continue
+        np.testing.assert_allclose(
+            np.asarray(exact[ask["name"]], dtype=float),
+            np.asarray(g.solution[ask["name"]], dtype=float),
+            rtol=1e-9,
+            atol=1e-9,
+        )
+
+
+def assert_mistakes_rejected(kind, g, context) -> set[str]:
+    """Every registered mistake of the kind, exact or step-rounded, is rejected; returns the
+    codes that applied to this variant."""
+    seen = set()
+    for code in kind.mistakes:
+        for decimals in (None, STEP_DECIMALS):
+            answers = kind.answers_under(g.inputs, MISTAKES[code].recipe, decimals)
+            if answers is None:
+                continue
+            seen.add(code)
+            assert not accepted(kind, g, answers), (*context, code, decimals)
+    return seen
+
+
+def assert_not_degenerate(g) -> None:
+    if "mask" in g.inputs:
+        mask = np.asarray(g.inputs["mask"], dtype=bool)
+        for part in g.solution:
+            if part.startswith("weights"):
+                assert weights_degenerate(np.asarray(g.solution[part]), mask) is None
+    if "output" in g.solution:
+        assert np.abs(np.asarray(g.solution["output"], dtype=float)).max() > g.atol
+
+
 def assert_tells_right_from_wrong(name: str, raw: dict, seeds) -> None:
     kind = get_kind(name)
     params = kind.normalize_params(raw)
-    mistakes_seen = set()
+    mistakes_seen: set[str] = set()
     for seed in seeds:
         g = draw_variant(kind, params, seed)
-        # The right method, every step rounded to three decimals, is accepted ...
-        rounded = kind.answers_under(g.inputs, {}, STEP_DECIMALS)
-        assert accepted(kind, g, rounded), (name, raw, seed)
-        # ... and exactly, it is the solution.
-        exact = kind.answers_under(g.inputs, {})
-        # A prediction asked first is marked apart from the numbers.
-        marked = g.asks[1:] if g.asks[0].get("choices") else g.asks
-        for ask in marked:
-            if ask.get("choices"):  # a choice (the ablation verdict) is one of its strings
-                assert exact[ask["name"]] == g.solution[ask["name"]], (name, raw, seed)
-                continue
-            np.testing.assert_allclose(
-                np.asarray(exact[ask["name"]], dtype=float),
-                np.asarray(g.solution[ask["name"]], dtype=float),
-                rtol=1e-9,
-                atol=1e-9,
-            )
-        # Every registered mistake of the kind, exact or step-rounded, is rejected.
-        for code in kind.mistakes:
-            for decimals in (None, STEP_DECIMALS):
-                answers = kind.answers_under(g.inputs, MISTAKES[code].recipe, decimals)
-                if answers is None:
-                    continue
-                mistakes_seen.add(code)
-                assert not accepted(kind, g, answers), (name, raw, seed, code, decimals)
-        # No degenerate variants.
-        if "mask" in g.inputs:
-            mask = np.asarray(g.inputs["mask"], dtype=bool)
-            for part in g.solution:
-                if part.startswith("weights"):
-                    assert weights_degenerate(np.asarray(g.solution[part]), mask) is None
-        if "output" in g.solution:
-            assert np.abs(np.asarray(g.solution["output"], dtype=float)).max() > g.atol
+        context = (name, raw, seed)
+        assert_solution_is_the_exact_method(kind, g, context)
+        mistakes_seen |= assert_mistakes_rejected(kind, g, context)
+        assert_not_degenerate(g)
     # The sweep saw mistakes at work, not only inapplicable ones.
     assert mistakes_seen
 

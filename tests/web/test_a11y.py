@@ -7,6 +7,7 @@ each checked state is also saved as a screenshot in artifacts/screenshots/.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 
 import numpy as np
 import pytest
@@ -69,7 +70,7 @@ def check(axe, screenshot):
             "h1, h2, h3, h4, h5, h6", "hs => hs.map(h => Number(h.tagName[1]))"
         )
         assert levels[:1] == [1], f"{name}: the first heading is not an h1: {levels}"
-        jumps = [(a, b) for a, b in zip(levels, levels[1:], strict=False) if b > a + 1]
+        jumps = [(a, b) for a, b in itertools.pairwise(levels) if b > a + 1]
         assert not jumps, f"{name}: headings skip a level: {levels}"
 
     return run

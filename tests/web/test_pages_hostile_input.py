@@ -45,7 +45,7 @@ JUNK = [
     "9" * 30,
     "1" * 5000,
     "²",
-    "١",  # an Arabic-Indic digit one
+    "\N{ARABIC-INDIC DIGIT ONE}",
     "🙂",
     "a\x00b",
     "<script>alert(1)</script>",
@@ -113,7 +113,7 @@ def test_malformed_review_posts_are_400_and_record_nothing(client_for, learner, 
     recall = deck.cards.get(key="why-scale")
     before = _snapshot(learner)
     attempts = [{"card": str(recall.pk), "result": junk}, {"card": junk}, {"result": "pass"}, {}]
-    if not junk.strip().isdecimal():  # "١" is the id 1 in Arabic-Indic digits, a real card
+    if not junk.strip().isdecimal():  # the Arabic-Indic digit one is the id 1, a real card
         attempts.append({"card": junk, "result": "pass"})
     for data in attempts:
         response = client.post("/review/", data)
@@ -182,7 +182,7 @@ def test_malformed_answer_cells_are_400_and_use_no_attempt(client_for, learner, 
     client = client_for(learner)
     response = client.post(f"/exercises/{exercise.pk}/submit/", _cells(exercise, fill=junk))
     exercise.refresh_from_db()
-    if junk in ("-1", "0", "1.5", "9" * 30, "١"):
+    if junk in ("-1", "0", "1.5", "9" * 30, "\N{ARABIC-INDIC DIGIT ONE}"):
         # Plain numbers, in any script's digits, are a (wrong) attempt.
         assert response.status_code == 302
         assert exercise.attempts_used == 1

@@ -13,4 +13,4 @@ register = template.Library()
 @register.filter(name="markdown")
 def markdown_filter(text: str) -> SafeString:
     # render_markdown sanitises with nh3, so its output is safe to mark here.
-    return mark_safe(render_markdown(text or ""))  # noqa: S308
+    return mark_safe(render_markdown(text or ""))
