@@ -8,6 +8,7 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 from rest_framework import permissions, status
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -29,9 +30,14 @@ from ..services import accounts as account_services
 from ..services import privacy
 
 
-class RegisterView(APIView):
+# Open to anyone: no credentials are read, so a stale token cannot refuse the request.
+# (A comment, not a docstring: the schema would take a docstring as the description.)
+class PublicView(APIView):
     permission_classes = [permissions.AllowAny]
-    authentication_classes: list = []
+    authentication_classes: list[type[BaseAuthentication]] = []
+
+
+class RegisterView(PublicView):
     throttle_scope = "register"
 
     @extend_schema(
@@ -47,9 +53,7 @@ class RegisterView(APIView):
         return Response({"username": user.username, "token": token}, status=status.HTTP_201_CREATED)
 
 
-class TokenView(APIView):
-    permission_classes = [permissions.AllowAny]
-    authentication_classes: list = []
+class TokenView(PublicView):
     throttle_scope = "login"
 
     @extend_schema(
@@ -94,9 +98,7 @@ class LogoutView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class PasswordResetView(APIView):
-    permission_classes = [permissions.AllowAny]
-    authentication_classes: list = []
+class PasswordResetView(PublicView):
     throttle_scope = "password_reset"
 
     @extend_schema(
@@ -115,9 +117,7 @@ class PasswordResetView(APIView):
         return Response(status=status.HTTP_202_ACCEPTED)
 
 
-class PasswordResetConfirmView(APIView):
-    permission_classes = [permissions.AllowAny]
-    authentication_classes: list = []
+class PasswordResetConfirmView(PublicView):
     throttle_scope = "password_reset"
 
     @extend_schema(
