@@ -22,11 +22,7 @@ from studyapp.common.ids import parse_id
 
 from .. import anki, selectors, services
 from ..models import Card, Deck, Tag
-from ..serializers import (
-    CardSerializer,
-    DeckSerializer,
-    EnrollResultSerializer,
-)
+from ..serializers import CardSerializer, DeckSerializer, EnrollResultSerializer
 from .common import DETAIL
 
 
