@@ -12,6 +12,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from exercises.models import Attempt
+from studyapp.common.admin import ReadOnlyAdmin
 
 from . import anki, item_analysis, services
 from .models import Card, CardAnalysis, Deck, Report, Tag
@@ -43,7 +44,7 @@ class ReportAdmin(admin.ModelAdmin):
     @admin.display(description="Learner's answer")
     def learner_answer(self, report):
         if report.exercise_id is None:
-            return "–"
+            return "\N{EN DASH}"
         attempt = Attempt.objects.filter(exercise_id=report.exercise_id).order_by("-number").first()
         if attempt is None:
             return "No answer submitted."
@@ -81,7 +82,7 @@ def export_apkg(modeladmin, request, queryset):
 
 
 @admin.register(CardAnalysis)
-class ItemAnalysisAdmin(admin.ModelAdmin):
+class ItemAnalysisAdmin(ReadOnlyAdmin):
     """Per card and per exercise kind: where learners fail, and why.
 
     Read-only pages drawn from ``cards.item_analysis``: one SQL statement per page
@@ -90,15 +91,6 @@ class ItemAnalysisAdmin(admin.ModelAdmin):
 
     def has_view_permission(self, request, obj=None):
         return request.user.is_active and request.user.is_staff
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def get_urls(self):
         return [

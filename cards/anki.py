@@ -150,7 +150,7 @@ def deck_apkg(*, deck: Deck) -> bytes:
 # --- Review log for FSRS tools -------------------------------------------------------
 
 FSRS_COLUMNS = ["card_id", "review_time", "review_rating", "review_state", "review_duration"]
-RATING = {ReviewLog.Result.FAIL: 1, ReviewLog.Result.PASS: 3}  # Again, Good
+RATING: dict[str, int] = {ReviewLog.Result.FAIL: 1, ReviewLog.Result.PASS: 3}  # Again, Good
 STATE_NEW, STATE_REVIEW, STATE_RELEARNING = 0, 2, 3
 
 

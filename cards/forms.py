@@ -33,7 +33,7 @@ class SignUpForm(UserCreationForm):
         help_text="Your study day follows this time zone.",
     )
 
-    class Meta(UserCreationForm.Meta):
+    class Meta(UserCreationForm.Meta):  # type: ignore[name-defined]  # not in the stubs
         model = get_user_model()
         fields = ("username",)
 

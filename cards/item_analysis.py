@@ -86,31 +86,9 @@ def _card_filter(*, deck: str | None, kind: str | None, tag: str | None) -> tupl
     return " AND ".join(where), params
 
 
-def card_analysis(
-    *,
-    deck: str | None = None,
-    kind: str | None = None,
-    tag: str | None = None,
-    order: str = DEFAULT_ORDER,
-    limit: int = PAGE_SIZE,
-    offset: int = 0,
-) -> tuple[list[CardRow], int]:
-    """One page of per-card figures and the number of cards matching, in one statement.
-
-    ``learners`` counts those who reviewed the card; a review undone and its undo
-    entry count nowhere. The first review is each learner's earliest remaining one;
-    a learner whose net fails reach ``STUDY_LEECH_LAPSES`` counts as a leech.
-    """
-    column = order.lstrip("-")
-    if column not in COLUMNS:
-        raise ValueError(f"order: expected one of {', '.join(COLUMNS)}, got {order!r}")
-    direction = "DESC" if order.startswith("-") else "ASC"
-    sort = "c.id" if column == "card" else f"COALESCE(c.{column}, -1)"
-    where, params = _card_filter(deck=deck, kind=kind, tag=tag)
-    sql = f"""
-        WITH picked AS (
-            SELECT c.id FROM cards_card c JOIN cards_deck d ON d.id = c.deck_id WHERE {where}
-        ),
+# Per-card figures over the cards of a ``picked`` CTE; its parameters are the leech
+# threshold and ``False`` (open reports).
+_CARD_FIGURES = """
         per_learner AS (
             -- The first review is the pair's lowest id (the log is appended in time
             -- order); MIN(2 * id + passed) carries its result in the lowest bit, so
@@ -155,10 +133,64 @@ def card_analysis(
             LEFT JOIN reports r ON r.card_id = c.id
             WHERE c.id IN (SELECT id FROM picked)
         )
+"""
+
+
+def _card_sql(*, where: str, sort: str, direction: str) -> str:
+    """The per-card statement: the filter's parameters, then the leech threshold, ``False``
+    (open reports), the limit and the offset."""
+    return f"""
+        WITH picked AS (
+            SELECT c.id FROM cards_card c JOIN cards_deck d ON d.id = c.deck_id WHERE {where}
+        ),
+{_CARD_FIGURES}
         SELECT c.*, COUNT(*) OVER () AS total FROM card_rows c
         ORDER BY {sort} {direction}, c.id
         LIMIT %s OFFSET %s
     """
+
+
+def _card_row(r: tuple) -> CardRow:
+    return CardRow(
+        card=r[0],
+        deck=r[1],
+        kind=r[2],
+        prompt=r[3],
+        is_active=bool(r[4]),
+        learners=int(r[5]),
+        reviews=int(r[6]),
+        first_reviews=int(r[7]),
+        first_pass_rate=None if r[8] is None else float(r[8]),
+        later_reviews=int(r[9]),
+        later_pass_rate=None if r[10] is None else float(r[10]),
+        lapses=int(r[11]),
+        leeches=int(r[12]),
+        open_reports=int(r[13]),
+    )
+
+
+def card_analysis(
+    *,
+    deck: str | None = None,
+    kind: str | None = None,
+    tag: str | None = None,
+    order: str = DEFAULT_ORDER,
+    limit: int = PAGE_SIZE,
+    offset: int = 0,
+) -> tuple[list[CardRow], int]:
+    """One page of per-card figures and the number of cards matching, in one statement.
+
+    ``learners`` counts those who reviewed the card; a review undone and its undo
+    entry count nowhere. The first review is each learner's earliest remaining one;
+    a learner whose net fails reach ``STUDY_LEECH_LAPSES`` counts as a leech.
+    """
+    column = order.lstrip("-")
+    if column not in COLUMNS:
+        raise ValueError(f"order: expected one of {', '.join(COLUMNS)}, got {order!r}")
+    direction = "DESC" if order.startswith("-") else "ASC"
+    sort = "c.id" if column == "card" else f"COALESCE(c.{column}, -1)"
+    where, params = _card_filter(deck=deck, kind=kind, tag=tag)
+    sql = _card_sql(where=where, sort=sort, direction=direction)
     all_params = [*params, leech_lapses(), False, limit, offset]
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         _tune(cursor)
@@ -168,25 +200,7 @@ def card_analysis(
         # Past the last page: the total still comes from a first-page read.
         return [], card_analysis(deck=deck, kind=kind, tag=tag, order=order, limit=1)[1]
     total = fetched[0][-1] if fetched else 0
-    rows = [
-        CardRow(
-            card=r[0],
-            deck=r[1],
-            kind=r[2],
-            prompt=r[3],
-            is_active=bool(r[4]),
-            learners=int(r[5]),
-            reviews=int(r[6]),
-            first_reviews=int(r[7]),
-            first_pass_rate=None if r[8] is None else float(r[8]),
-            later_reviews=int(r[9]),
-            later_pass_rate=None if r[10] is None else float(r[10]),
-            lapses=int(r[11]),
-            leeches=int(r[12]),
-            open_reports=int(r[13]),
-        )
-        for r in fetched
-    ]
+    rows = [_card_row(r) for r in fetched]
     return rows, int(total)
 
 

@@ -103,19 +103,29 @@ def card_problems(*, kind: Any, prompt: Any, answer: Any, exercise: Any) -> Prob
     if kind not in CARD_KINDS:
         _add(problems, "kind", f"Expected one of {', '.join(CARD_KINDS)}, got {kind!r}.")
     for name, value in (("prompt", prompt), ("answer", answer)):
-        if not isinstance(value, str):
-            _add(problems, name, f"Expected Markdown text, got {type_name(value)}.")
-        elif len(value) > MAX_TEXT_CHARS:
-            _add(problems, name, f"Expected at most {MAX_TEXT_CHARS} characters, got {len(value)}.")
-        elif "\x00" in value:
-            # PostgreSQL text cannot hold NUL.
-            _add(problems, name, "Contains a NUL character (\\x00); remove it.")
+        _text_problems(problems, name, value)
     if isinstance(prompt, str) and not prompt.strip() and "prompt" not in problems:
         _add(problems, "prompt", "Expected Markdown text, got an empty string.")
     if kind in ANSWERED_KINDS and isinstance(answer, str) and not answer.strip():
         # A recall or interview card is graded against its answer.
         article = "An" if kind == "interview" else "A"
         _add(problems, "answer", f"{article} {kind} card needs an answer (Markdown).")
+    _card_exercise_problems(problems, kind, exercise)
+    return problems
+
+
+def _text_problems(problems: Problems, name: str, value: Any) -> None:
+    if not isinstance(value, str):
+        _add(problems, name, f"Expected Markdown text, got {type_name(value)}.")
+    elif len(value) > MAX_TEXT_CHARS:
+        _add(problems, name, f"Expected at most {MAX_TEXT_CHARS} characters, got {len(value)}.")
+    elif "\x00" in value:
+        # PostgreSQL text cannot hold NUL.
+        _add(problems, name, "Contains a NUL character (\\x00); remove it.")
+
+
+def _card_exercise_problems(problems: Problems, kind: Any, exercise: Any) -> None:
+    """An exercise card needs its spec, valid; another kind of card carries none."""
     if kind == "exercise":
         if exercise is None:
             _add(problems, "exercise", "An exercise card needs {kind, params}.")
@@ -129,7 +139,6 @@ def card_problems(*, kind: Any, prompt: Any, answer: Any, exercise: Any) -> Prob
             "exercise",
             f"Only exercise cards carry one; expected null for a {kind} card.",
         )
-    return problems
 
 
 def key_problems(key: Any, *, taken: bool = False) -> Problems:

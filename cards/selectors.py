@@ -1,3 +1,4 @@
+# One module on purpose: every count, page, forecast and statistic starts from queue_states.
 """Reads of the study core. Each returns a queryset or plain data without N+1 queries."""
 
 from __future__ import annotations
@@ -5,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections import defaultdict
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -22,7 +24,7 @@ from django.db.models import (
     Sum,
     When,
 )
-from django.db.models.expressions import RawSQL
+from django.db.models.expressions import CombinedExpression, RawSQL
 
 from exercises.selectors import prediction_accuracy
 
@@ -88,8 +90,8 @@ def pause_end(profile: LearnerProfile) -> dt.date | None:
 
 def is_paused(*, learner, today: dt.date) -> bool:
     profile = learner_profile(learner)
-    end = pause_end(profile)
-    return end is not None and profile.pause_start <= today < end
+    start, end = profile.pause_start, pause_end(profile)
+    return start is not None and end is not None and start <= today < end
 
 
 def queue_states(*, learner, today: dt.date) -> QuerySet[ReviewState]:
@@ -116,7 +118,7 @@ def suspended_states(*, learner) -> QuerySet[ReviewState]:
     )
 
 
-def net_count(**filters) -> Count:
+def net_count(**filters: Any) -> CombinedExpression:
     """Reviews net of undos: each compensating entry cancels the review it undoes."""
     return Count("id", filter=Q(undo_of__isnull=True, **filters)) - Count(
         "id", filter=Q(undo_of__isnull=False, **filters)

@@ -196,7 +196,7 @@ class CardSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["id", "created_at", "updated_at"]
-        validators = []  # the unique (deck, key) constraint is checked in validate()
+        validators: list[object] = []  # the unique (deck, key) constraint is checked in validate()
 
     def validate(self, attrs):
         # The card rules shared with the admin and deck files (cards.rules).

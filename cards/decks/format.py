@@ -146,6 +146,16 @@ def deck_load(source: Any, *, name: str | None = None) -> Any:
     empty file, and for a key given twice in one mapping (named by entry and field).
     A UTF-8 byte order mark, as some editors write, is skipped.
     """
+    text, name = _deck_text(source, name)
+    suffix = Path(str(name)).suffix.lower() if name else ""
+    is_json = suffix == ".json" or (
+        suffix not in {".yaml", ".yml"} and text.lstrip()[:1] in {"{", "["}
+    )
+    return _json_load(text) if is_json else _yaml_load(text)
+
+
+def _deck_text(source: Any, name: str | None) -> tuple[str, str | None]:
+    """The text of a deck file without a byte order mark, and its name when known."""
     if isinstance(source, os.PathLike):
         path = Path(source)
         name = name or path.name
@@ -163,22 +173,23 @@ def deck_load(source: Any, *, name: str | None = None) -> Any:
     text = text.removeprefix("\ufeff")
     if not text.strip():
         raise DeckFileError([_EMPTY])
+    return text, name
 
-    suffix = Path(str(name)).suffix.lower() if name else ""
-    is_json = suffix == ".json" or (
-        suffix not in {".yaml", ".yml"} and text.lstrip()[:1] in {"{", "["}
-    )
-    if is_json:
-        try:
-            document = json.loads(text, object_pairs_hook=_json_object)
-        except json.JSONDecodeError as exc:
-            raise DeckFileError(
-                [f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]
-            ) from exc
-        duplicates = _json_duplicates(document)
-        if duplicates:
-            raise DeckFileError(duplicates)
-        return document
+
+def _json_load(text: str) -> Any:
+    try:
+        document = json.loads(text, object_pairs_hook=_json_object)
+    except json.JSONDecodeError as exc:
+        raise DeckFileError(
+            [f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]
+        ) from exc
+    duplicates = _json_duplicates(document)
+    if duplicates:
+        raise DeckFileError(duplicates)
+    return document
+
+
+def _yaml_load(text: str) -> Any:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         node = loader.get_single_node()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from importlib import resources
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -58,13 +59,15 @@ def validate_timezone(name: str) -> None:
         )
 
 
-def _validate_hour(field: str, value) -> None:
+def _validate_hour(field: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 23:
         raise ValidationError({field: [f"Expected a whole hour between 0 and 23, got {value!r}."]})
 
 
 @transaction.atomic
-def register(*, username: str, password: str, email: str = "", timezone: str = "UTC"):
+def register(
+    *, username: str, password: str, email: str = "", timezone: str = "UTC"
+) -> tuple[Any, str]:
     """Create a learner with a profile and an API token; returns ``(user, token_key)``."""
     User = get_user_model()
     validate_timezone(timezone)
@@ -88,22 +91,13 @@ def register(*, username: str, password: str, email: str = "", timezone: str = "
 
 
 @transaction.atomic
-def profile_update(*, user, password: str | None = None, **fields) -> LearnerProfile:
+def profile_update(*, user: Any, password: str | None = None, **fields: Any) -> LearnerProfile:
     """Change the learner's email and study profile; all fields are validated first.
 
     A new e-mail address needs the current ``password`` and is used for reminders
     only once confirmed through the link sent to it.
     """
-    unknown = set(fields) - set(PROFILE_FIELDS) - {"email"}
-    if unknown:
-        raise ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
-    if "timezone" in fields:
-        validate_timezone(fields["timezone"])
-    for field in ("day_starts_at", "reminder_hour"):
-        if field in fields:
-            _validate_hour(field, fields[field])
-    if "reminders" in fields and not isinstance(fields["reminders"], bool):
-        raise ValidationError({"reminders": ["Expected true or false."]})
+    _profile_fields_validate(fields)
     email_changes = "email" in fields and fields["email"] != user.email
     if email_changes and not (password and user.check_password(password)):
         raise ValidationError(
@@ -123,10 +117,23 @@ def profile_update(*, user, password: str | None = None, **fields) -> LearnerPro
     return profile
 
 
+def _profile_fields_validate(fields: dict[str, Any]) -> None:
+    unknown = set(fields) - set(PROFILE_FIELDS) - {"email"}
+    if unknown:
+        raise ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
+    if "timezone" in fields:
+        validate_timezone(fields["timezone"])
+    for field in ("day_starts_at", "reminder_hour"):
+        if field in fields:
+            _validate_hour(field, fields[field])
+    if "reminders" in fields and not isinstance(fields["reminders"], bool):
+        raise ValidationError({"reminders": ["Expected true or false."]})
+
+
 # --- Tokens and passwords ------------------------------------------------------------
 
 
-def token_for_login(*, user, request=None) -> str:
+def token_for_login(*, user: Any, request: Any = None) -> str:
     """The learner's API token, created on the first log-in after a log-out or rotation.
 
     Sends ``user_logged_in`` as a session log-in does: ``last_login`` moves and the
@@ -135,21 +142,21 @@ def token_for_login(*, user, request=None) -> str:
     token, _ = Token.objects.get_or_create(user=user)
     if request is not None:
         user_logged_in.send(sender=user.__class__, request=request, user=user)
-    return token.key
+    return str(token.key)
 
 
 @transaction.atomic
-def token_rotate(*, user) -> str:
+def token_rotate(*, user: Any) -> str:
     """Replace the learner's API token: the old one stops working at once."""
     Token.objects.filter(user=user).delete()
-    return Token.objects.create(user=user).key
+    return str(Token.objects.create(user=user).key)
 
 
 def token_delete(*, key: str) -> None:
     Token.objects.filter(key=key).delete()
 
 
-def _set_password(user, new_password: str, *, field: str) -> None:
+def _set_password(user: Any, new_password: str, *, field: str) -> None:
     try:
         validate_password(new_password, user=user)
     except ValidationError as exc:
@@ -167,7 +174,7 @@ def _unlock(username: str) -> None:
 
 
 @transaction.atomic
-def password_change(*, user, old_password: str, new_password: str) -> str:
+def password_change(*, user: Any, old_password: str, new_password: str) -> str:
     """Set a new password after checking the old one; returns the new API token."""
     if not user.check_password(old_password):
         raise ValidationError({"old_password": ["This is not your current password."]})
@@ -176,7 +183,7 @@ def password_change(*, user, old_password: str, new_password: str) -> str:
     return token_rotate(user=user)
 
 
-def password_reset_user(*, uid: str, token: str):
+def password_reset_user(*, uid: str, token: str) -> Any:
     """The user a reset link (``uid``, ``token``) belongs to, or ValidationError."""
     User = get_user_model()
     try:
@@ -190,7 +197,7 @@ def password_reset_user(*, uid: str, token: str):
     return user
 
 
-def password_was_reset(*, user) -> None:
+def password_was_reset(*, user: Any) -> None:
     """After Django's own reset page set the password: revoke tokens, end a lockout."""
     Token.objects.filter(user=user).delete()
     _unlock(user.get_username())
@@ -206,7 +213,7 @@ def password_reset_confirm(*, uid: str, token: str, new_password: str) -> None:
     logger.info("Password reset for user %s", user.pk)
 
 
-def password_reset_request(*, email: str, request) -> None:
+def password_reset_request(*, email: str, request: Any) -> None:
     """Mail a one-time reset link to every active account with this address.
 
     Nothing tells the caller whether the address is known.
@@ -226,11 +233,11 @@ def password_reset_request(*, email: str, request) -> None:
 # --- E-mail confirmation -----------------------------------------------------------
 
 
-def email_confirmation_token(*, user) -> str:
+def email_confirmation_token(*, user: Any) -> str:
     return signing.dumps({"u": user.pk, "e": user.email}, salt=EMAIL_CONFIRM_SALT)
 
 
-def email_confirmation_send(*, user) -> None:
+def email_confirmation_send(*, user: Any) -> None:
     """Mail the link that confirms ``user.email``; a mail server that fails is logged."""
     if not user.email:
         return
@@ -251,7 +258,7 @@ def email_confirmation_send(*, user) -> None:
 
 
 @transaction.atomic
-def email_confirm(*, token: str):
+def email_confirm(*, token: str) -> Any:
     """Confirm the address a link was sent to, if it is still the learner's address."""
     try:
         data = signing.loads(token, salt=EMAIL_CONFIRM_SALT, max_age=EMAIL_CONFIRM_MAX_AGE)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 
 from ..models import Card, Tag
@@ -22,7 +24,7 @@ def _schedule_soon(deck_id: int) -> None:
 
 
 @transaction.atomic
-def card_create(*, tags: list[str] | None = None, **fields) -> Card:
+def card_create(*, tags: list[str] | None = None, **fields: Any) -> Card:
     card = Card(**fields)
     card.full_clean(exclude=["tags"])
     card.save()
@@ -33,7 +35,7 @@ def card_create(*, tags: list[str] | None = None, **fields) -> Card:
 
 
 @transaction.atomic
-def card_update(*, card: Card, tags: list[str] | None = None, **fields) -> Card:
+def card_update(*, card: Card, tags: list[str] | None = None, **fields: Any) -> Card:
     """Edit a card. Progress is never reset: review states are not touched."""
     was_active, was_deck = card.is_active, card.deck_id
     for name, value in fields.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -21,7 +22,7 @@ class EnrollResult:
 
 
 @transaction.atomic
-def enroll(*, learner, deck: Deck, at: dt.datetime) -> EnrollResult:
+def enroll(*, learner: Any, deck: Deck, at: dt.datetime) -> EnrollResult:
     """Enrol ``learner`` in ``deck``: every active card without a state starts at rung 0.
 
     Existing states are never touched, so enrolling again (or after unenrolling)
@@ -57,7 +58,7 @@ def enroll(*, learner, deck: Deck, at: dt.datetime) -> EnrollResult:
 
 
 @transaction.atomic
-def unenroll(*, learner, deck: Deck) -> bool:
+def unenroll(*, learner: Any, deck: Deck) -> bool:
     """Take the deck's cards out of the learner's queue; states and history stay."""
     deleted, _ = Enrollment.objects.filter(learner=learner, deck=deck).delete()
     sync_scheduled(learner_id=learner.pk, deck_ids=[deck.pk])

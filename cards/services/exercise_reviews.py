@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
+from django.db.models import Model
 
 from exercises.kinds import ParamError, UnknownKindError
 from exercises.models import Exercise
@@ -27,7 +28,7 @@ from .reviews import exercise_review_record
 logger = logging.getLogger(__name__)
 
 
-def _card_params(spec: dict | None) -> tuple[str, dict[str, Any]]:
+def _card_params(spec: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
     spec = spec or {}
     # A seed written on the card would make every review the same exercise: drop it,
     # so the server always chooses the seed of an exercise bound to a review.
@@ -40,19 +41,19 @@ class DueExercise:
     """An exercise card on a due page: what is known of its binding for today."""
 
     card_id: int
-    spec: dict | None
+    spec: dict[str, Any] | None
     binding_id: int | None = None
     bound_exercise_id: int | None = None
     # The card is flagged as failing to generate (``Card.generation_error``).
     flagged: bool = False
 
 
-def _exercise_build(*, owner, kind: str, params: dict[str, Any]) -> Exercise:
+def _exercise_build(*, owner: Any, kind: str, params: dict[str, Any]) -> Exercise:
     """An unsaved review-bound variant: server-chosen seed, kept out of its parameters."""
     return exercise_build(owner=owner, kind=kind, params=params, bound=True)
 
 
-def _insert_values(model, objs) -> tuple[str, str, list]:
+def _insert_values(model: type[Model], objs: Sequence[Model]) -> tuple[str, str, list[Any]]:
     """``(columns, VALUES rows, params)`` to insert ``objs`` of ``model`` in raw SQL."""
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
@@ -73,7 +74,7 @@ _BINDING_CONFLICT = """
 """
 
 
-def _bind_new(*, learner, built: list[tuple[int, Exercise]], today: dt.date) -> dict[int, int]:
+def _bind_new(*, learner: Any, built: list[tuple[int, Exercise]], today: dt.date) -> dict[int, int]:
     """Store the new variants and bind them; returns ``{card_id: exercise_id}`` of those bound.
 
     On PostgreSQL one statement (the variants' ``INSERT`` in a CTE feeding the bindings'),
@@ -117,7 +118,7 @@ def _bind_new(*, learner, built: list[tuple[int, Exercise]], today: dt.date) -> 
 
 
 def due_exercises_bind(
-    *, learner, items: Iterable[DueExercise], today: dt.date
+    *, learner: Any, items: Iterable[DueExercise], today: dt.date
 ) -> dict[int, Exercise]:
     """The exercise bound to each exercise card's review today, created when missing.
 
@@ -128,46 +129,23 @@ def due_exercises_bind(
     fresh exercise whose first submission can record the review.
     """
     items = list(items)
-    bound: dict[int, Exercise] = {}
     ready = {item.bound_exercise_id: item.card_id for item in items if item.bound_exercise_id}
+    bound: dict[int, Exercise] = {}
     if ready:
         for exercise in Exercise.objects.filter(pk__in=list(ready)):
             bound[ready[exercise.pk]] = exercise
-    missing = [item for item in items if item.card_id not in bound]
-    built: list[tuple[DueExercise, Exercise]] = []
-    seeds: set[int] = set()  # the batch matches variants to cards by seed
-    for item in missing:
-        kind, params = _card_params(item.spec)
-        try:
-            exercise = _exercise_build(owner=learner, kind=kind, params=params)
-            while exercise.seed in seeds:
-                exercise = _exercise_build(owner=learner, kind=kind, params=params)
-            seeds.add(exercise.seed)
-            built.append((item, exercise))
-        except DatabaseError:
-            raise
-        except Exception as exc:
-            # Stored parameters a kind no longer accepts, or a generator that fails on
-            # them: the card is passed over in the queue, flagged for staff, logged once.
-            generation_failed(card_id=item.card_id, error=exc)
-            continue
-        if item.flagged:
-            generation_recovered(card_id=item.card_id)
+    built = _variants_build(learner=learner, items=[i for i in items if i.card_id not in bound])
     if not built:
         return bound
-    won = _bind_new(
-        learner=learner,
-        built=[(item.card_id, exercise) for item, exercise in built],
-        today=today,
-    )
+    won = _bind_new(learner=learner, built=built, today=today)
     lost = []
-    for item, exercise in built:
-        if item.card_id in won:
-            exercise.pk = won[item.card_id]
+    for card_id, exercise in built:
+        if card_id in won:
+            exercise.pk = won[card_id]
             exercise._state.adding = False
-            bound[item.card_id] = exercise
+            bound[card_id] = exercise
         else:
-            lost.append(item.card_id)
+            lost.append(card_id)
     if lost:  # a concurrent request bound these first: use its exercises
         for binding in ExerciseBinding.objects.filter(
             learner=learner, card_id__in=lost, study_day=today
@@ -176,8 +154,33 @@ def due_exercises_bind(
     return bound
 
 
+def _variants_build(*, learner: Any, items: list[DueExercise]) -> list[tuple[int, Exercise]]:
+    """A fresh, unsaved variant per card, each with its own seed (the batch matches
+    variants to cards by seed); a card whose exercise cannot be generated is skipped."""
+    built: list[tuple[int, Exercise]] = []
+    seeds: set[int] = set()
+    for item in items:
+        kind, params = _card_params(item.spec)
+        try:
+            exercise = _exercise_build(owner=learner, kind=kind, params=params)
+            while exercise.seed in seeds:
+                exercise = _exercise_build(owner=learner, kind=kind, params=params)
+        except DatabaseError:
+            raise
+        except Exception as exc:
+            # Stored parameters a kind no longer accepts, or a generator that fails on
+            # them: the card is passed over in the queue, flagged for staff, logged once.
+            generation_failed(card_id=item.card_id, error=exc)
+            continue
+        seeds.add(exercise.seed)
+        built.append((item.card_id, exercise))
+        if item.flagged:
+            generation_recovered(card_id=item.card_id)
+    return built
+
+
 def exercises_for_review(
-    *, learner, states: Iterable[ReviewState], today: dt.date
+    *, learner: Any, states: Iterable[ReviewState], today: dt.date
 ) -> dict[int, Exercise]:
     """The exercise bound to each exercise card's review today, created when missing."""
     states = list(states)
@@ -198,7 +201,7 @@ def exercises_for_review(
                 card_id=state.card_id,
                 spec=state.card.exercise,
                 binding_id=binding.pk if binding else None,
-                bound_exercise_id=binding.exercise_id if usable else None,
+                bound_exercise_id=binding.exercise_id if binding is not None and usable else None,
                 flagged=bool(state.card.generation_error),
             )
         )
@@ -238,7 +241,7 @@ def generation_recovered(*, card_id: int) -> None:
         logger.info("Exercise card %s generates again", card_id)
 
 
-def exercise_for_review(*, learner, card, today: dt.date) -> Exercise | None:
+def exercise_for_review(*, learner: Any, card: Card, today: dt.date) -> Exercise | None:
     state = selectors.scheduled_state(learner=learner, card_id=card.pk)
     if state is None:
         return None
@@ -247,7 +250,7 @@ def exercise_for_review(*, learner, card, today: dt.date) -> Exercise | None:
 
 @transaction.atomic
 def exercise_review_submit(
-    *, learner, exercise_id: int, answers: Any, at: dt.datetime
+    *, learner: Any, exercise_id: int, answers: Any, at: dt.datetime
 ) -> SubmitOutcome:
     """Submit answers; the first submission of a bound exercise also records the review.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F, Q
@@ -17,7 +18,7 @@ class PauseRefused(Exception):
     pass
 
 
-def _shift(*, learner, days: int) -> int:
+def _shift(*, learner: Any, days: int) -> int:
     # Every one of the learner's states, enrolled or not, so leaving and rejoining
     # a deck during a pause finds its cards moved like the rest.
     return ReviewState.objects.filter(learner=learner).update(
@@ -26,7 +27,7 @@ def _shift(*, learner, days: int) -> int:
 
 
 @transaction.atomic
-def pause_begin(*, learner, start: dt.date, days: int, today: dt.date) -> LearnerProfile:
+def pause_begin(*, learner: Any, start: dt.date, days: int, today: dt.date) -> LearnerProfile:
     """Pause from ``start`` for ``days`` study days and move every due date on by ``days``.
 
     Refused while another pause is planned or running. The profile is claimed by
@@ -53,7 +54,7 @@ def pause_begin(*, learner, start: dt.date, days: int, today: dt.date) -> Learne
 
 
 @transaction.atomic
-def pause_finish(*, learner, today: dt.date) -> tuple[dt.date, int]:
+def pause_finish(*, learner: Any, today: dt.date) -> tuple[dt.date, int]:
     """End a planned or running pause early; due dates move back by the days not used.
 
     Returns ``(start, days_used)``. A pause that has already run its course cannot
@@ -61,9 +62,9 @@ def pause_finish(*, learner, today: dt.date) -> tuple[dt.date, int]:
     """
     profile = selectors.learner_profile(learner)
     end = selectors.pause_end(profile)
-    if end is None or end <= today:
-        raise PauseRefused("You have no pause to end.")
     start, days = profile.pause_start, profile.pause_days
+    if end is None or start is None or end <= today:
+        raise PauseRefused("You have no pause to end.")
     used = min(max((today - start).days, 0), days)
     claimed = LearnerProfile.objects.filter(
         pk=profile.pk, pause_start=start, pause_days=days

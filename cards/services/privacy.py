@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from django.apps import apps
 from django.contrib.auth import get_user_model
@@ -28,7 +29,7 @@ logger = logging.getLogger(__name__)
 DELETED_LEARNERS_USERNAME = "(deleted learners)"
 
 
-def _profile(user) -> dict:
+def _profile(user: Any) -> dict[str, Any]:
     profile = selectors.learner_profile(user)
     return {
         "username": user.get_username(),
@@ -43,7 +44,7 @@ def _profile(user) -> dict:
     }
 
 
-def _enrollments(user) -> list[dict]:
+def _enrollments(user: Any) -> list[Mapping[str, Any]]:
     rows = Enrollment.objects.filter(learner=user).order_by("created_at", "id")
     return [
         {"deck": row["deck__slug"], "enrolled_at": row["created_at"]}
@@ -51,12 +52,12 @@ def _enrollments(user) -> list[dict]:
     ]
 
 
-def _states(user) -> list[dict]:
+def _states(user: Any) -> list[Mapping[str, Any]]:
     rows = ReviewState.objects.filter(learner=user).order_by("card_id")
     return list(rows.values("card_id", "step", "due_on", "last_reviewed_at"))
 
 
-def _reviews(user) -> list[dict]:
+def _reviews(user: Any) -> list[Mapping[str, Any]]:
     rows = ReviewLog.objects.filter(learner=user).order_by("reviewed_at", "id")
     return list(
         rows.values(
@@ -74,11 +75,12 @@ def _reviews(user) -> list[dict]:
     )
 
 
-def _exercises(user) -> list[dict]:
+def _exercises(user: Any) -> list[dict[str, Any]]:
     from exercises.models import Attempt, Exercise
 
-    exercises = list(
-        Exercise.objects.filter(owner=user)
+    exercises: list[dict[str, Any]] = [
+        dict(row)
+        for row in Exercise.objects.filter(owner=user)
         .order_by("created_at", "id")
         .values(
             "id",
@@ -91,20 +93,21 @@ def _exercises(user) -> list[dict]:
             "solved",
             "created_at",
         )
-    )
-    attempts = defaultdict(list)
+    ]
+    attempts: defaultdict[int, list[dict[str, Any]]] = defaultdict(list)
     for row in (
         Attempt.objects.filter(exercise__owner=user)
         .order_by("exercise_id", "number")
         .values("exercise_id", "number", "answers", "correct", "score", "created_at")
     ):
-        attempts[row.pop("exercise_id")].append(row)
+        attempt: dict[str, Any] = dict(row)
+        attempts[attempt.pop("exercise_id")].append(attempt)
     for exercise in exercises:
         exercise["attempts"] = attempts.get(exercise["id"], [])
     return exercises
 
 
-def _predictions(user) -> list[dict]:
+def _predictions(user: Any) -> list[Mapping[str, Any]]:
     from exercises.models import Prediction
 
     rows = Prediction.objects.filter(owner=user).order_by("created_at", "id")
@@ -113,12 +116,12 @@ def _predictions(user) -> list[dict]:
     )
 
 
-def _reminders(user) -> list[dict]:
+def _reminders(user: Any) -> list[Mapping[str, Any]]:
     rows = Reminder.objects.filter(learner=user).order_by("study_day")
     return list(rows.values("study_day", "due_count", "sent_at"))
 
 
-def _reports(user) -> list[dict]:
+def _reports(user: Any) -> list[Mapping[str, Any]]:
     try:
         model = apps.get_model("cards", "Report")
     except LookupError:
@@ -126,7 +129,7 @@ def _reports(user) -> list[dict]:
     return list(model.objects.filter(learner=user).order_by("pk").values())
 
 
-EXPORT_SECTIONS: dict[str, Callable] = {
+EXPORT_SECTIONS: dict[str, Callable[[Any], object]] = {
     "profile": _profile,
     "enrollments": _enrollments,
     "states": _states,
@@ -138,16 +141,16 @@ EXPORT_SECTIONS: dict[str, Callable] = {
 }
 
 
-def account_export(*, user) -> dict:
+def account_export(*, user: Any) -> dict[str, Any]:
     """Everything the service holds about ``user``, one section per source."""
-    document = {"exported_at": timezone.now()}
+    document: dict[str, Any] = {"exported_at": timezone.now()}
     with transaction.atomic():  # one consistent snapshot on PostgreSQL
         for name, section in EXPORT_SECTIONS.items():
             document[name] = section(user)
     return document
 
 
-def _deleted_learners():
+def _deleted_learners() -> Any:
     User = get_user_model()
     holder, created = User.objects.get_or_create(
         username=DELETED_LEARNERS_USERNAME, defaults={"is_active": False}
@@ -159,7 +162,7 @@ def _deleted_learners():
 
 
 @transaction.atomic
-def account_delete(*, user, password: str | None = None, check_password: bool = True) -> None:
+def account_delete(*, user: Any, password: str | None = None, check_password: bool = True) -> None:
     """Delete the learner and their personal data.
 
     The review log stays for the staff's card statistics, moved to an account that

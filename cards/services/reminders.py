@@ -1,21 +1,6 @@
 """Daily review reminders by e-mail: at most one per learner per study day.
 
-When a reminder is due
-    A learner's study day ``D`` starts at local ``day_starts_at`` o'clock. Its
-    reminder is due from the first time the local clock reads ``reminder_hour``
-    on or after that start, until the day ends. With ``reminder_hour >=
-    day_starts_at`` that is ``reminder_hour`` on the calendar date ``D``; with
-    ``reminder_hour < day_starts_at`` (say 02:00 with days starting at 04:00) it
-    is ``reminder_hour`` on the next calendar date, still inside study day ``D``.
-    Equivalently: the local wall time, shifted back by ``day_starts_at`` hours,
-    is at least ``(reminder_hour - day_starts_at) mod 24`` hours into ``D``.
-    Wall time makes DST changes behave as a learner expects: a reminder hour
-    skipped by a spring-forward goes out at the first pass after the gap, and a
-    repeated hour in the autumn sends once. (A reminder hour that is skipped and
-    also the last hour before the day starts has no instant in that study day;
-    that one reminder is not sent.) A learner gets a reminder only with
-    ``reminders`` on, an e-mail address, an active account, and at least one
-    card due on ``D`` (active card, enrolled deck, ``due_on <= D``).
+Who is due a reminder, and the claims, are in ``reminder_claims``; this module sends.
 
 Exactly once
     A pass claims reminders by inserting the unique ``Reminder(learner,
@@ -50,14 +35,14 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage, get_connection
 from django.db import connection
-from django.db.models import F, QuerySet
 from django.template.loader import get_template
 from django.urls import reverse
 
 from ..ladder import reminder_day as reminder_day
 from ..metrics import REMINDERS_SENT
-from ..models import LearnerProfile, Reminder
-from .scheduling import groups_table, id_ranges, zone_or_utc
+from ..models import Reminder
+from .reminder_claims import Claim, claim_new, due_groups, recipients, reclaim_stale
+from .scheduling import groups_table, id_ranges
 
 logger = logging.getLogger(__name__)
 
@@ -79,170 +64,7 @@ class MailUnavailable(Exception):
         super().__init__(f"{MAX_CONSECUTIVE_FAILURES} reminders in a row could not be sent")
 
 
-@dataclass(frozen=True)
-class Claim:
-    reminder_id: int
-    learner_id: int
-    study_day: dt.date
-    due_count: int
-
-
 Clock = Callable[[], dt.datetime]
-Group = tuple[str, int, int, dt.date]
-
-
-def _recipients() -> QuerySet[LearnerProfile]:
-    # Only an address the learner confirmed through its link receives reminders.
-    return (
-        LearnerProfile.objects.filter(reminders=True, user__is_active=True)
-        .exclude(user__email="")
-        .filter(confirmed_email=F("user__email"))
-    )
-
-
-def due_groups(*, at: dt.datetime) -> list[Group]:
-    """``(timezone, day_starts_at, reminder_hour, study_day)`` of every group whose reminder is due.
-
-    An unknown zone name counts as UTC (:func:`zone_or_utc`), as for placement.
-    """
-    triples = _recipients().values_list("timezone", "day_starts_at", "reminder_hour").distinct()
-    groups = []
-    for tz_name, day_starts_at, reminder_hour in triples:
-        day = reminder_day(at, zone_or_utc(tz_name), day_starts_at, reminder_hour)
-        if day is not None:
-            groups.append((tz_name, day_starts_at, reminder_hour, day))
-    return groups
-
-
-def _due_count_sql(learner: str, day: str) -> str:
-    """SQL counting what :func:`cards.selectors.due_count` counts; one parameter (True).
-
-    The queue of :func:`cards.selectors.queue_states` on ``day``: scheduled states
-    (active card, enrolled deck) due on or before it, not suspended, not buried that
-    day, and none while the learner's pause covers it. The number the e-mail gives;
-    the queue's partial index serves it.
-    """
-    return f"""(
-        SELECT COUNT(*) FROM cards_reviewstate s
-        WHERE s.learner_id = {learner} AND s.scheduled = %s AND NOT s.suspended
-          AND s.due_on <= {day}
-          AND (s.buried_on IS NULL OR s.buried_on <> {day})
-          AND NOT EXISTS (
-              SELECT 1 FROM cards_learnerprofile pp
-              WHERE pp.user_id = {learner} AND {_paused_sql("pp", day)}
-          )
-    )"""
-
-
-def _paused_sql(profile: str, day: str) -> str:
-    """True when ``day`` falls inside the learner's pause: no reminders then."""
-    if connection.vendor == "sqlite":
-        end = f"date({profile}.pause_start, '+' || {profile}.pause_days || ' days')"
-    else:
-        end = f"({profile}.pause_start + {profile}.pause_days)"
-    return f"""({profile}.pause_start IS NOT NULL
-        AND {profile}.pause_start <= {day} AND {day} < {end})"""
-
-
-def _as_claims(rows: Sequence[Sequence[Any]]) -> list[Claim]:
-    # SQLite hands dates back as ISO strings from a raw cursor.
-    return [
-        Claim(
-            reminder_id=row[0],
-            learner_id=row[1],
-            study_day=row[2] if isinstance(row[2], dt.date) else dt.date.fromisoformat(row[2]),
-            due_count=row[3],
-        )
-        for row in rows
-    ]
-
-
-def _claim_new(
-    *, table: str, table_params: list[Any], at: dt.datetime, after: int, up_to: int | None
-) -> list[Claim]:
-    ops = connection.ops
-    user_table = get_user_model()._meta.db_table
-    upper = "AND p.user_id <= %s" if up_to is not None else ""
-    sql = f"""
-        INSERT INTO cards_reminder (learner_id, study_day, due_count, sent_at, created_at)
-        SELECT learner_id, study_day, due_count, NULL, %s FROM (
-            SELECT p.user_id AS learner_id, g.study_day AS study_day,
-                {_due_count_sql("p.user_id", "g.study_day")} AS due_count
-            FROM cards_learnerprofile p
-            JOIN {user_table} u ON u.id = p.user_id
-            JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
-                AND g.hour = p.reminder_hour
-            WHERE p.reminders = %s AND u.is_active = %s AND u.email <> '' AND p.confirmed_email = u.email
-              AND p.user_id > %s {upper}
-              AND NOT {_paused_sql("p", "g.study_day")}
-              AND NOT EXISTS (
-                  SELECT 1 FROM cards_reminder r
-                  WHERE r.learner_id = p.user_id AND r.study_day = g.study_day
-              )
-        ) candidates
-        WHERE due_count > 0
-        ON CONFLICT (learner_id, study_day) DO NOTHING
-        RETURNING id, learner_id, study_day, due_count
-    """
-    params = [ops.adapt_datetimefield_value(at), True, *table_params, True, True, after]
-    if up_to is not None:
-        params.append(up_to)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return _as_claims(cursor.fetchall())
-
-
-def _reclaim_stale(
-    *,
-    table: str,
-    table_params: list[Any],
-    at: dt.datetime,
-    retry_after: dt.timedelta,
-    after: int = 0,
-    up_to: int | None = None,
-) -> list[Claim]:
-    """Take over claims left unsent for ``retry_after``, for reminders still due today.
-
-    The condition on ``created_at`` is re-checked under the row lock, so of two
-    passes racing here only the first re-stamps (and sends) a given row. The count
-    is taken afresh, as the learner may have reviewed since the claim; a claim with
-    nothing due any more is left alone (and sent should cards fall due again that day).
-    """
-    ops = connection.ops
-    user_table = get_user_model()._meta.db_table
-    learner, day = "cards_reminder.learner_id", "cards_reminder.study_day"
-    upper = "AND cards_reminder.learner_id <= %s" if up_to is not None else ""
-    sql = f"""
-        UPDATE cards_reminder
-        SET created_at = %s, due_count = {_due_count_sql(learner, day)}
-        WHERE sent_at IS NULL AND created_at < %s
-          AND cards_reminder.learner_id > %s {upper}
-          AND {_due_count_sql(learner, day)} > 0
-          AND EXISTS (
-              SELECT 1 FROM cards_learnerprofile p
-              JOIN {user_table} u ON u.id = p.user_id
-              JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
-                  AND g.hour = p.reminder_hour
-              WHERE p.user_id = cards_reminder.learner_id
-                AND g.study_day = cards_reminder.study_day
-                AND p.reminders = %s AND u.is_active = %s AND u.email <> '' AND p.confirmed_email = u.email
-          )
-        RETURNING id, learner_id, study_day, due_count
-    """
-    params = [
-        ops.adapt_datetimefield_value(at),
-        True,
-        ops.adapt_datetimefield_value(at - retry_after),
-        after,
-        *([up_to] if up_to is not None else []),
-        True,
-        *table_params,
-        True,
-        True,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return _as_claims(cursor.fetchall())
 
 
 @dataclass(frozen=True)
@@ -440,7 +262,7 @@ def reminder_chunks(
     """
     if not due_groups(at=at):
         return []
-    return list(id_ranges(_recipients(), "user_id", chunk_size))
+    return list(id_ranges(recipients(), "user_id", chunk_size))
 
 
 def send_reminders_chunk(
@@ -466,7 +288,7 @@ def send_reminders_chunk(
             ("tz", "day_start", "hour", "study_day"),
         )
         lease = clock()
-        stale = _reclaim_stale(
+        stale = reclaim_stale(
             table=table,
             table_params=table_params,
             at=lease,
@@ -476,7 +298,7 @@ def send_reminders_chunk(
         )
         sent += _deliver(stale, lease=lease, clock=clock, retry_after=retry_after)
         lease = clock()
-        claims = _claim_new(
+        claims = claim_new(
             table=table, table_params=table_params, at=lease, after=after, up_to=up_to
         )
         sent += _deliver(claims, lease=lease, clock=clock, retry_after=retry_after)

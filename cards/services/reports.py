@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 
 from exercises.models import Exercise
@@ -20,7 +22,9 @@ class ReportTargetMissing(Exception):
 
 
 @transaction.atomic
-def report_create(*, learner, card_id: int, text: str, exercise_id: int | None = None) -> Report:
+def report_create(
+    *, learner: Any, card_id: int, text: str, exercise_id: int | None = None
+) -> Report:
     card = Card.objects.filter(pk=card_id, is_active=True).first()
     if card is None:
         raise ReportTargetMissing("card")

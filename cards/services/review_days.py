@@ -9,6 +9,7 @@ the log in bulk rebuild the rows of the learners they touched.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F, QuerySet, Subquery
@@ -47,7 +48,9 @@ _FROM_LOG = f"""
 """
 
 
-def review_day_add(*, learner_id: int, study_day: dt.date, passed: bool, due_before: dt.date):
+def review_day_add(
+    *, learner_id: int, study_day: dt.date, passed: bool, due_before: dt.date
+) -> None:
     """Count one review in its day's row (one statement; the caller's transaction)."""
     ops = connection.ops
     with connection.cursor() as cursor:
@@ -62,7 +65,7 @@ def review_day_add(*, learner_id: int, study_day: dt.date, passed: bool, due_bef
         )
 
 
-def review_day_undone(*, learner, log: ReviewLog) -> None:
+def review_day_undone(*, learner: Any, log: ReviewLog) -> None:
     """Take the undone review ``log`` out of its day's row; call after logging the undo.
 
     Two statements in the caller's transaction: the counts first, which locks the
@@ -92,14 +95,14 @@ def review_days_merge(*, from_learner_id: int, into_learner_id: int) -> None:
 
 
 @transaction.atomic
-def review_days_rebuild(*, learners: QuerySet | None = None) -> int:
+def review_days_rebuild(*, learners: QuerySet[Any] | None = None) -> int:
     """Recompute the rows of ``learners`` (a queryset of users; all when None) from the log.
 
     For writers that load the log in bulk (seed data, benchmarks). Set-based: one
     DELETE and one INSERT ... SELECT. Returns the number of rows written.
     """
     where = log_where = ""
-    params: list = []
+    params: list[Any] = []
     if learners is not None:
         subquery, subquery_params = learners.values("pk").query.sql_with_params()
         where = f"WHERE learner_id IN ({subquery})"
@@ -112,4 +115,4 @@ def review_days_rebuild(*, learners: QuerySet | None = None) -> int:
             "GROUP BY l.learner_id, l.study_day",
             params,
         )
-        return cursor.rowcount
+        return int(cursor.rowcount)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from exercises.models import Exercise
 
@@ -25,7 +26,7 @@ class NextReview:
     skipped: int = 0
 
 
-def next_reviewable(*, learner, today: dt.date) -> NextReview:
+def next_reviewable(*, learner: Any, today: dt.date) -> NextReview:
     """The oldest due card that can be reviewed now, binding its exercise if it has one.
 
     An exercise card whose spec cannot generate an exercise cannot be reviewed and

@@ -7,7 +7,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -20,7 +20,7 @@ from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotSchedule
 
 
 def _advance(
-    *, learner, state: ReviewState, result: str, today: dt.date, at: dt.datetime, key: str
+    *, learner: Any, state: ReviewState, result: str, today: dt.date, at: dt.datetime, key: str
 ) -> ReviewLog:
     if state.due_on > today:
         raise NotDue(state.due_on)
@@ -115,7 +115,7 @@ def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: Review
 
 
 def review_record(
-    *, learner, card: Card | int, result: str, at: dt.datetime, idempotency_key: str = ""
+    *, learner: Any, card: Card | int, result: str, at: dt.datetime, idempotency_key: str = ""
 ) -> ReviewLog:
     """Record a pass or fail for a due recall or interview card and move it on the ladder.
 
@@ -139,7 +139,7 @@ def review_record(
 
 @transaction.atomic
 def exercise_review_record(
-    *, learner, card_id: int, passed: bool, today: dt.date, at: dt.datetime
+    *, learner: Any, card_id: int, passed: bool, today: dt.date, at: dt.datetime
 ) -> ReviewLog:
     """Record the review of an exercise card from the first submission of its bound exercise."""
     state = selectors.scheduled_state(learner=learner, card_id=card_id)
@@ -158,7 +158,7 @@ def exercise_review_record(
 # --- Idempotency keys ----------------------------------------------------------
 
 
-def request_fingerprint(*, method: str, path: str, body) -> str:
+def request_fingerprint(*, method: str, path: str, body: Any) -> str:
     canonical = json.dumps(
         {"method": method, "path": path, "body": body}, sort_keys=True, default=str
     )
@@ -170,7 +170,7 @@ class Replay:
     """The stored answer of the first request with an Idempotency-Key."""
 
     status: int
-    body: dict
+    body: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ IDEMPOTENCY_LEASE = dt.timedelta(seconds=60)
 
 
 def idempotency_begin(
-    *, learner, key: str, fingerprint: str, at: dt.datetime | None = None
+    *, learner: Any, key: str, fingerprint: str, at: dt.datetime | None = None
 ) -> Claim | Replay:
     """Claim ``key`` for this request, or return the stored answer of the first one.
 
@@ -228,16 +228,17 @@ def idempotency_begin(
         )
     # A finished claim always holds its answer (``idempotency_finish`` stores both).
     return Replay(
-        status=cast(int, existing.response_status), body=cast(dict, existing.response_body)
+        status=cast(int, existing.response_status),
+        body=cast(dict[str, Any], existing.response_body),
     )
 
 
-def idempotency_recorded_review(*, learner, key: str) -> ReviewLog | None:
+def idempotency_recorded_review(*, learner: Any, key: str) -> ReviewLog | None:
     """The review a request with this key recorded, if it got that far before dying."""
     return ReviewLog.objects.filter(learner=learner, idempotency_key=key).order_by("id").first()
 
 
-def _idempotency_claim(*, learner, key: str, fingerprint: str) -> IdempotencyKey | None:
+def _idempotency_claim(*, learner: Any, key: str, fingerprint: str) -> IdempotencyKey | None:
     """Insert the claim unless the key is taken (``ON CONFLICT DO NOTHING``): one statement."""
     record = IdempotencyKey(learner=learner, key=key, request_hash=fingerprint)
     fields = [f for f in IdempotencyKey._meta.concrete_fields if not f.primary_key]
@@ -257,7 +258,7 @@ def _idempotency_claim(*, learner, key: str, fingerprint: str) -> IdempotencyKey
     return record
 
 
-def idempotency_finish(*, record: IdempotencyKey, status: int, body: dict) -> None:
+def idempotency_finish(*, record: IdempotencyKey, status: int, body: dict[str, Any]) -> None:
     IdempotencyKey.objects.filter(pk=record.pk).update(
         status=IdempotencyKey.Status.DONE, response_status=status, response_body=body
     )
@@ -276,17 +277,17 @@ class ReviewAnswer:
     """What a review submission answers: HTTP status and body (stored, or replayed)."""
 
     status: int
-    body: dict
+    body: dict[str, Any]
     replayed: bool = False
 
 
 def review_submit(
     *,
-    learner,
+    learner: Any,
     card: int,
     result: str,
     at: dt.datetime,
-    present: Callable[[ReviewLog], dict],
+    present: Callable[[ReviewLog], dict[str, Any]],
     idempotency_key: str = "",
     path: str = "",
 ) -> ReviewAnswer:

@@ -71,91 +71,108 @@ def _day_label(day: dt.date) -> str:
     return f"{day:%a} {day.day} {day:%b %Y}"
 
 
+# The forecast's geometry in user units: bar width and gap, the margins, the plot height.
+FORECAST_BAR, FORECAST_GAP = 10, 3
+FORECAST_LEFT, FORECAST_TOP, FORECAST_BOTTOM = 36, 12, 28
+FORECAST_HEIGHT = 120
+
+
 @register.simple_tag
 def forecast_chart(forecast: Iterable[Mapping], chart_id: str = "forecast") -> SafeString:
     """A bar per day: ``forecast`` is ``[{date, count}]`` (dates or ISO strings), today first."""
     days = [(_as_date(item["date"]), int(item["count"])) for item in forecast]
     if not days:
         return mark_safe("")
-    bar, gap, left, top, bottom = 10, 3, 36, 12, 28
-    height = 120
     # Room on the right for half of a label centred under the last labelled bar.
-    width = left + len(days) * (bar + gap) + 10
-    peak = max(count for _, count in days)
-    scale_max = max(peak, 1)
-    total = sum(count for _, count in days)
-    busiest = max(days, key=lambda d: d[1])
-    summary = f"{_plural(total, 'card')} due over the next {len(days)} days" + (
-        f"; the busiest day is {_day_label(busiest[0])} with {busiest[1]}." if peak else "."
-    )
+    width = FORECAST_LEFT + len(days) * (FORECAST_BAR + FORECAST_GAP) + 10
+    scale_max = max(max(count for _, count in days), 1)
     parts = [
         *_svg_open(
             chart_id,
             width,
-            height + top + bottom,
+            FORECAST_HEIGHT + FORECAST_TOP + FORECAST_BOTTOM,
             f"Cards due per day, next {len(days)} days",
-            summary,
+            _forecast_summary(days),
         ),
-        # Axis: zero line and the peak value.
+        *_forecast_axis(width, scale_max),
+    ]
+    for index, (day, count) in enumerate(days):
+        parts.extend(_forecast_day(index, day, count, scale_max))
+    parts.append("</svg>")
+    return mark_safe("".join(str(p) for p in parts))
+
+
+def _forecast_summary(days: list[tuple[dt.date, int]]) -> str:
+    total = sum(count for _, count in days)
+    busiest = max(days, key=lambda d: d[1])
+    return f"{_plural(total, 'card')} due over the next {len(days)} days" + (
+        f"; the busiest day is {_day_label(busiest[0])} with {busiest[1]}." if busiest[1] else "."
+    )
+
+
+def _forecast_axis(width: int, scale_max: int) -> list[SafeString]:
+    """The zero line and the peak value."""
+    left, baseline = FORECAST_LEFT, FORECAST_TOP + FORECAST_HEIGHT
+    return [
         format_html(
             '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#8a94a6"/>',
             left - 2,
-            top + height,
+            baseline,
             width,
-            top + height,
+            baseline,
         ),
         format_html(
             '<text x="{}" y="{}" text-anchor="end" fill="#5b6576">{}</text>',
             left - 5,
-            top + 12,
+            FORECAST_TOP + 12,
             scale_max,
         ),
         format_html(
-            '<text x="{}" y="{}" text-anchor="end" fill="#5b6576">0</text>', left - 5, top + height
+            '<text x="{}" y="{}" text-anchor="end" fill="#5b6576">0</text>', left - 5, baseline
         ),
     ]
-    for index, (day, count) in enumerate(days):
-        x = left + index * (bar + gap)
-        h = round(height * count / scale_max, 1)
-        label = f"{_day_label(day)}: {_plural(count, 'card')} due"
-        parts.append(
-            format_html(
-                '<rect x="{}" y="{}" width="{}" height="{}" rx="2" fill="{}"><title>{}</title></rect>',
-                x,
-                top + height - h,
-                bar,
-                max(h, 0.0),
-                "#1f5fbf" if index else "#b3261e",
-                label,
-            )
-        )
+
+
+def _forecast_day(index: int, day: dt.date, count: int, scale_max: int) -> list[SafeString]:
+    """One day's bar, its tooltip target and, every seventh day, a tick with the date."""
+    bar, top, height = FORECAST_BAR, FORECAST_TOP, FORECAST_HEIGHT
+    x = FORECAST_LEFT + index * (bar + FORECAST_GAP)
+    h = round(height * count / scale_max, 1)
+    label = f"{_day_label(day)}: {_plural(count, 'card')} due"
+    parts = [
+        format_html(
+            '<rect x="{}" y="{}" width="{}" height="{}" rx="2" fill="{}"><title>{}</title></rect>',
+            x,
+            top + height - h,
+            bar,
+            max(h, 0.0),
+            "#1f5fbf" if index else "#b3261e",
+            label,
+        ),
         # An invisible full-height target so every day has a tooltip, even at zero.
+        format_html(
+            '<rect x="{}" y="{}" width="{}" height="{}" fill="transparent"><title>{}</title></rect>',
+            x,
+            top,
+            bar,
+            height,
+            label,
+        ),
+    ]
+    if index % 7 == 0:
+        # A tick and a label centred under the day's own bar.
         parts.append(
             format_html(
-                '<rect x="{}" y="{}" width="{}" height="{}" fill="transparent"><title>{}</title></rect>',
-                x,
-                top,
-                bar,
-                height,
-                label,
+                '<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#8a94a6"/>'
+                '<text x="{0}" y="{3}" text-anchor="middle" fill="#5b6576">{4}</text>',
+                x + bar / 2,
+                top + height,
+                top + height + 4,
+                top + height + 20,
+                f"{day:%b} {day.day}",
             )
         )
-        if index % 7 == 0:
-            # A tick and a label centred under the day's own bar.
-            centre = x + bar / 2
-            parts.append(
-                format_html(
-                    '<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#8a94a6"/>'
-                    '<text x="{0}" y="{3}" text-anchor="middle" fill="#5b6576">{4}</text>',
-                    centre,
-                    top + height,
-                    top + height + 4,
-                    top + height + 20,
-                    f"{day:%b} {day.day}",
-                )
-            )
-    parts.append("</svg>")
-    return mark_safe("".join(str(p) for p in parts))
+    return parts
 
 
 def _as_date(value) -> dt.date:

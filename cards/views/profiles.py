@@ -134,7 +134,7 @@ def pause_set(request: HttpRequest) -> HttpResponse:
     today = study_today(request.user)
     if request.POST.get("action") == "end":
         try:
-            start, used = services.pause_finish(learner=request.user, today=today)
+            _start, used = services.pause_finish(learner=request.user, today=today)
         except services.PauseRefused as exc:
             messages.warning(request, str(exc))
         else:

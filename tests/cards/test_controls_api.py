@@ -179,6 +179,19 @@ def test_controls_on_cards_not_on_your_ladder_are_404(api, other_api, deck, firs
     assert not ReviewState.objects.filter(suspended=True).exists()
 
 
+@pytest.mark.parametrize("card_id", [str(2**63), "9" * 40])
+def test_controls_on_an_id_no_card_can_have_are_404_with_the_reason(api, deck, card_id):
+    enroll(api)
+    for method, path in [("post", "suspend"), ("delete", "suspend"), ("post", "bury")]:
+        response = getattr(api, method)(f"/api/v1/cards/{card_id}/{path}/")
+        assert response.status_code == 404, (method, path)
+        assert response.json() == {
+            "detail": "No such card on your ladder (unknown, inactive, or deck not enrolled)."
+        }
+    assert not ReviewState.objects.filter(suspended=True).exists()
+    assert not ReviewState.objects.exclude(buried_on=None).exists()
+
+
 # --- Leeches -------------------------------------------------------------------------
 
 

@@ -282,21 +282,22 @@ def test_an_orphaned_claim_of_a_past_study_day_is_not_sent(make_learner):
 
 
 def test_only_one_of_two_passes_takes_over_an_orphaned_claim(make_learner):
-    from cards.services import reminders
+    from cards.services import reminder_claims
+    from cards.services.scheduling import groups_table
 
     learner = make_learner()
     Reminder.objects.create(learner=learner, study_day=MON, due_count=2)
     Reminder.objects.filter(learner=learner).update(created_at=utc(2026, 3, 2, 9, 0))
     at = utc(2026, 3, 2, 9, 30)
-    table, params = reminders.groups_table(
-        reminders.due_groups(at=at), ("tz", "day_start", "hour", "study_day")
+    table, params = groups_table(
+        reminder_claims.due_groups(at=at), ("tz", "day_start", "hour", "study_day")
     )
     retry_after = dt.timedelta(minutes=10)
 
-    first = reminders._reclaim_stale(
+    first = reminder_claims.reclaim_stale(
         table=table, table_params=params, at=at, retry_after=retry_after
     )
-    second = reminders._reclaim_stale(
+    second = reminder_claims.reclaim_stale(
         table=table, table_params=params, at=at, retry_after=retry_after
     )
 
@@ -305,14 +306,16 @@ def test_only_one_of_two_passes_takes_over_an_orphaned_claim(make_learner):
 
 
 def test_a_pass_skips_a_claim_another_pass_took_over_before_its_send(make_learner):
-    from cards.services import reminders
+    from cards.services import reminder_claims, reminders
 
     learner = make_learner()
     first_lease = utc(2026, 3, 2, 9, 0)
     row = Reminder.objects.create(learner=learner, study_day=MON, due_count=2)
     # A second pass re-stamped the claim: the first pass no longer holds it.
     Reminder.objects.filter(pk=row.pk).update(created_at=utc(2026, 3, 2, 9, 20))
-    claim = reminders.Claim(reminder_id=row.pk, learner_id=learner.pk, study_day=MON, due_count=2)
+    claim = reminder_claims.Claim(
+        reminder_id=row.pk, learner_id=learner.pk, study_day=MON, due_count=2
+    )
 
     sent = reminders._deliver(
         [claim],
@@ -340,7 +343,7 @@ class TakeoverBackend(BaseEmailBackend):
 
 
 def test_a_long_batch_renews_its_claims_and_skips_one_taken_over(make_learner, settings):
-    from cards.services import reminders
+    from cards.services import reminder_claims, reminders
 
     learners = [make_learner() for _ in range(3)]
     settings.EMAIL_BACKEND = f"{__name__}.TakeoverBackend"
@@ -349,7 +352,7 @@ def test_a_long_batch_renews_its_claims_and_skips_one_taken_over(make_learner, s
     rows = [Reminder.objects.create(learner=u, study_day=MON, due_count=2) for u in learners]
     Reminder.objects.filter(pk__in=[r.pk for r in rows]).update(created_at=lease)
     claims = [
-        reminders.Claim(reminder_id=r.pk, learner_id=r.learner_id, study_day=MON, due_count=2)
+        reminder_claims.Claim(reminder_id=r.pk, learner_id=r.learner_id, study_day=MON, due_count=2)
         for r in rows
     ]
     # Every reading of the clock is 2 minutes later: sends are slow.

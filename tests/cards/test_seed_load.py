@@ -10,8 +10,8 @@ import time_machine
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from cards.management.commands.seed_load import _placement, synthetic_decks, synthetic_users
 from cards.models import Card, Enrollment, LearnerProfile, ReviewLog, ReviewState
+from cards.synthetic import placement, synthetic_decks, synthetic_users
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +64,7 @@ def test_small_run_creates_learners_times_cards_states():
 def test_states_follow_the_placement_formula_on_every_backend():
     seed("--learners", "3", "--cards", "10", "--seed", "7")
     for state in ReviewState.objects.filter(learner__in=synthetic_users()):
-        assert (state.step, state.due_on) == _placement(
+        assert (state.step, state.due_on) == placement(
             state.learner_id, state.card_id, 7, 0.2, TODAY, LADDER
         )
         if state.step > 0:

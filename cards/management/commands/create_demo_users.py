@@ -64,19 +64,7 @@ class Command(BaseCommand):
                     username=username,
                     defaults={"is_staff": privileged, "is_superuser": privileged},
                 )
-                changed = []
-                if created or not user.check_password(password):
-                    user.set_password(password)
-                    changed.append("password")
-                for flag in ("is_staff", "is_superuser"):
-                    if getattr(user, flag) != privileged:
-                        setattr(user, flag, privileged)
-                        changed.append(flag)
-                if not user.is_active:
-                    user.is_active = True
-                    changed.append("is_active")
-                if changed:
-                    user.save()
+                changed = _user_settle(user, password, privileged, reset_password=created)
                 token, _ = Token.objects.get_or_create(user=user)
                 state = "created" if created else ("updated" if changed else "unchanged")
                 role = "staff, superuser" if privileged else "learner"
@@ -116,3 +104,21 @@ class Command(BaseCommand):
             f"       enrolled in {deck.slug!r}: {result.scheduled} card(s) newly scheduled, "
             f"first due {result.first_due_on}"
         )
+
+
+def _user_settle(user, password: str, privileged: bool, *, reset_password: bool) -> list[str]:
+    """Give the account its password, flags and activity back; the fields that changed."""
+    changed = []
+    if reset_password or not user.check_password(password):
+        user.set_password(password)
+        changed.append("password")
+    for flag in ("is_staff", "is_superuser"):
+        if getattr(user, flag) != privileged:
+            setattr(user, flag, privileged)
+            changed.append(flag)
+    if not user.is_active:
+        user.is_active = True
+        changed.append("is_active")
+    if changed:
+        user.save()
+    return changed

@@ -5,11 +5,9 @@ synthetic deck (``load-deck-1`` …), so ``--learners 1000 --cards 1000`` makes 
 review states. On PostgreSQL the states and logs come from ``INSERT ... SELECT`` over a
 cross join of the synthetic users and cards; elsewhere from batched ``bulk_create``.
 
-Where a state sits is a deterministic function of (learner id, card id, ``--seed``): a
-Kronecker (irrational-rotation) sequence, so every learner gets close to exactly
-``--due-fraction`` of their cards due today or overdue, and the rest spread over the
-ladder steps 0..4 with due dates within the interval of their step. The same formula is
-written once in SQL and once in Python (``_placement``) and both backends agree.
+Where a state sits is a deterministic function of (learner id, card id, ``--seed``)
+(``cards.synthetic``): every learner gets close to exactly ``--due-fraction`` of their
+cards due today or overdue, and the rest spread over the ladder steps.
 
 A re-run without ``--reset`` tops up: only missing users, profiles, decks, cards,
 enrolments, states and logs are created.
@@ -18,10 +16,10 @@ enrolments, states and logs are created.
 from __future__ import annotations
 
 import datetime as dt
-import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -42,86 +40,22 @@ from cards.models import (
     Tag,
 )
 from cards.services.review_days import review_days_rebuild
+from cards.synthetic import (
+    CARD_TAG,
+    DECK_PREFIX,
+    EMAIL_DOMAIN,
+    USER_PREFIX,
+    is_logged,
+    logs_insert,
+    placement,
+    review_time,
+    states_insert,
+    synthetic_decks,
+    synthetic_users,
+    username_for,
+)
 
-USER_PREFIX = "load-"
-EMAIL_DOMAIN = "@load.invalid"
-DECK_PREFIX = "load-deck-"
-CARD_TAG = "load-synthetic"
-# How many days before today an overdue card may have fallen due.
-OVERDUE_SPREAD_DAYS = 7
 BATCH = 10_000
-
-# Kronecker sequence weights: irrational and independent over the rationals, so for a
-# fixed learner the sequence over card ids is equidistributed (plastic-number powers).
-_A_LEARNER, _A_CARD, _A_SEED = 0.7548776662466927, 0.5698402909980532, 0.4142135623730950
-_B_LEARNER, _B_CARD, _B_SEED = 0.3247179572447460, 0.8191725133961645, 0.7320508075688772
-_C_LEARNER, _C_CARD, _C_SEED = 0.6180339887498949, 0.2360679774997897, 0.1415926535897932
-
-
-def synthetic_users():
-    return get_user_model().objects.filter(
-        username__startswith=USER_PREFIX, email__endswith=EMAIL_DOMAIN
-    )
-
-
-def synthetic_decks():
-    return Deck.objects.filter(slug__startswith=DECK_PREFIX)
-
-
-def username_for(i: int) -> str:
-    return f"{USER_PREFIX}{i:06d}"
-
-
-def _frac(x: float) -> float:
-    return x - math.floor(x)
-
-
-def _placement(
-    learner_id: int,
-    card_id: int,
-    seed: int,
-    due_fraction: float,
-    today: dt.date,
-    steps: tuple[int, ...],
-) -> tuple[int, dt.date]:
-    """(step, due_on) of one synthetic state; mirrors ``_PLACEMENT_SQL``."""
-    u = _frac(learner_id * _A_LEARNER + card_id * _A_CARD + seed * _A_SEED)
-    v = _frac(learner_id * _B_LEARNER + card_id * _B_CARD + seed * _B_SEED)
-    step = math.floor(v * len(steps))
-    if u < due_fraction:
-        return step, today - dt.timedelta(days=math.floor(u / due_fraction * OVERDUE_SPREAD_DAYS))
-    ahead = (u - due_fraction) / (1.0 - due_fraction)
-    return step, today + dt.timedelta(days=1 + math.floor(ahead * steps[step]))
-
-
-def _logged(learner_id: int, card_id: int, seed: int, log_fraction: float) -> bool:
-    return _frac(learner_id * _C_LEARNER + card_id * _C_CARD + seed * _C_SEED) < log_fraction
-
-
-# (learner, card, step, due_on) for every synthetic learner × synthetic card; mirrors
-# ``_placement``. Weights are bound as float8 so PostgreSQL rounds as Python does.
-_PLACEMENT_SQL = """
-    SELECT p.learner_id, p.card_id, p.step,
-           CASE WHEN p.u < %(due)s
-                THEN %(today)s - floor(p.u / %(due)s * %(spread)s)::int
-                ELSE %(today)s + 1
-                     + floor((p.u - %(due)s) / (1.0 - %(due)s) * (%(steps)s)[p.step + 1])::int
-           END AS due_on
-    FROM (
-        SELECT k.learner_id, k.card_id, k.x - floor(k.x) AS u,
-               floor((k.y - floor(k.y)) * %(nsteps)s)::int AS step
-        FROM (
-            SELECT u.id AS learner_id, c.id AS card_id,
-                   u.id * %(a_l)s + c.id * %(a_c)s + %(seed)s * %(a_s)s AS x,
-                   u.id * %(b_l)s + c.id * %(b_c)s + %(seed)s * %(b_s)s AS y
-            FROM {user} u
-            CROSS JOIN {card} c
-            JOIN {deck} d ON d.id = c.deck_id
-            WHERE u.username LIKE %(user_like)s AND u.email LIKE %(email_like)s
-              AND d.slug LIKE %(deck_like)s
-        ) k
-    ) p
-"""
 
 
 class Command(BaseCommand):
@@ -157,19 +91,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
-        learners, cards, decks = opts["learners"], opts["cards"], opts["decks"]
-        due_fraction, log_fraction = opts["due_fraction"], opts["log_fraction"]
-        if learners < 0:
-            raise CommandError(f"--learners: expected an integer >= 0, got {learners}.")
-        if cards < 0:
-            raise CommandError(f"--cards: expected an integer >= 0, got {cards}.")
-        if decks < 1 or (cards and decks > cards):
-            raise CommandError(f"--decks: expected an integer between 1 and --cards, got {decks}.")
-        if not 0.0 <= due_fraction < 1.0:
-            raise CommandError(f"--due-fraction: expected 0 <= F < 1, got {due_fraction}.")
-        if not 0.0 <= log_fraction <= 1.0:
-            raise CommandError(f"--log-fraction: expected 0 <= F <= 1, got {log_fraction}.")
-
+        _check_options(opts)
         self.started = time.perf_counter()
         if opts["reset"] or opts["reset_only"]:
             with transaction.atomic(), self.phase("reset"):
@@ -177,7 +99,6 @@ class Command(BaseCommand):
             if opts["reset_only"]:
                 self.finish()
                 return
-
         now = timezone.now()
         # Synthetic learners keep the profile defaults, so they share one study day.
         today = ladder.study_day(
@@ -185,32 +106,8 @@ class Command(BaseCommand):
             LearnerProfile._meta.get_field("timezone").default,
             LearnerProfile._meta.get_field("day_starts_at").default,
         )
-        steps = tuple(settings.STUDY_LADDER_DAYS)
         with transaction.atomic():
-            if connection.vendor == "postgresql":
-                # Check foreign keys row by row, so each phase's time includes its checks
-                # instead of all of them landing in the COMMIT.
-                with connection.cursor() as cursor:
-                    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            with self.phase("users and profiles"):
-                user_ids = self.create_users(learners, now)
-            with self.phase("decks and cards"):
-                deck_ids = self.create_decks(decks, cards)
-            with self.phase("enrolments"):
-                self.create_enrollments(user_ids, deck_ids, now)
-            with self.phase("review states"):
-                params = dict(
-                    seed=opts["seed"], due=due_fraction, today=today, steps=steps, now=now
-                )
-                if connection.vendor == "postgresql":
-                    self.create_states_sql(**params)
-                else:
-                    self.create_states_bulk(user_ids, **params)
-            with self.phase("review logs"):
-                self.create_logs(seed=opts["seed"], fraction=log_fraction, steps=steps)
-            with self.phase("review days"):
-                # The stats read the log per day: recount the synthetic learners' days.
-                review_days_rebuild(learners=synthetic_users())
+            self.create(opts, now=now, today=today)
         if connection.vendor == "postgresql":
             # Fresh statistics, or the planner guesses from an empty table until autovacuum.
             with self.phase("analyze"), connection.cursor() as cursor:
@@ -219,6 +116,34 @@ class Command(BaseCommand):
         with self.phase("count"):
             self.summary(today)
         self.finish()
+
+    def create(self, opts: dict, *, now: dt.datetime, today: dt.date) -> None:
+        """Every phase of the top-up, in one transaction."""
+        steps = tuple(settings.STUDY_LADDER_DAYS)
+        if connection.vendor == "postgresql":
+            # Check foreign keys row by row, so each phase's time includes its checks
+            # instead of all of them landing in the COMMIT.
+            with connection.cursor() as cursor:
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        with self.phase("users and profiles"):
+            user_ids = self.create_users(opts["learners"], now)
+        with self.phase("decks and cards"):
+            deck_ids = self.create_decks(opts["decks"], opts["cards"])
+        with self.phase("enrolments"):
+            self.create_enrollments(user_ids, deck_ids, now)
+        with self.phase("review states"):
+            params = dict(
+                seed=opts["seed"], due=opts["due_fraction"], today=today, steps=steps, now=now
+            )
+            if connection.vendor == "postgresql":
+                self.create_states_sql(**params)
+            else:
+                self.create_states_bulk(user_ids, **params)
+        with self.phase("review logs"):
+            self.create_logs(seed=opts["seed"], fraction=opts["log_fraction"], steps=steps)
+        with self.phase("review days"):
+            # The stats read the log per day: recount the synthetic learners' days.
+            review_days_rebuild(learners=synthetic_users())
 
     def summary(self, today: dt.date) -> None:
         states = ReviewState.objects.filter(learner__in=synthetic_users()).count()
@@ -336,7 +261,7 @@ class Command(BaseCommand):
                         key=f"load-{number}",
                         kind=Card.Kind.INTERVIEW if number % 5 == 0 else Card.Kind.RECALL,
                         prompt=f"Synthetic prompt {number}: what does $QK^T$ measure?",
-                        answer=f"Synthetic answer {number}: query–key similarity.",
+                        answer=f"Synthetic answer {number}: query\N{EN DASH}key similarity.",
                         position=position,
                     )
 
@@ -358,44 +283,9 @@ class Command(BaseCommand):
             ignore_conflicts=True,
         )
 
-    def create_states_sql(self, *, seed, due, today, steps, now) -> None:
-        select = _PLACEMENT_SQL.format(
-            user=get_user_model()._meta.db_table,
-            card=Card._meta.db_table,
-            deck=Deck._meta.db_table,
-        )
-        sql = f"""
-            INSERT INTO {ReviewState._meta.db_table}
-                (learner_id, card_id, step, due_on, last_reviewed_at, created_at, updated_at)
-            SELECT s.learner_id, s.card_id, s.step, s.due_on,
-                   CASE WHEN s.step > 0
-                        THEN ((s.due_on - (%(steps)s)[s.step + 1]) + time '12:00')
-                             AT TIME ZONE 'UTC'
-                   END,
-                   %(now)s, %(now)s
-            FROM ({select}) s
-            ON CONFLICT DO NOTHING
-        """
-        params = {
-            "seed": seed,
-            "due": due,
-            "today": today,
-            "spread": OVERDUE_SPREAD_DAYS,
-            "steps": list(steps),
-            "nsteps": len(steps),
-            "now": now,
-            "a_l": _A_LEARNER,
-            "a_c": _A_CARD,
-            "a_s": _A_SEED,
-            "b_l": _B_LEARNER,
-            "b_c": _B_CARD,
-            "b_s": _B_SEED,
-            "user_like": USER_PREFIX + "%",
-            "email_like": "%" + EMAIL_DOMAIN,
-            "deck_like": DECK_PREFIX + "%",
-        }
+    def create_states_sql(self, **placement: Any) -> None:
         with connection.cursor() as cursor:
-            cursor.execute(_typed(sql), params)
+            cursor.execute(*states_insert(**placement))
             self.stdout.write(f"  inserted {cursor.rowcount} review states")
 
     def create_states_bulk(self, user_ids, *, seed, due, today, steps, now) -> None:
@@ -408,8 +298,8 @@ class Command(BaseCommand):
         def new_states() -> Iterator[ReviewState]:
             for learner_id in user_ids:
                 for card_id in card_ids:
-                    step, due_on = _placement(learner_id, card_id, seed, due, today, steps)
-                    reviewed = _reviewed_at(due_on, steps[step]) if step > 0 else None
+                    step, due_on = placement(learner_id, card_id, seed, due, today, steps)
+                    reviewed = review_time(due_on, steps[step]) if step > 0 else None
                     yield ReviewState(
                         learner_id=learner_id,
                         card_id=card_id,
@@ -446,8 +336,10 @@ class Command(BaseCommand):
 
         def new_logs() -> Iterator[ReviewLog]:
             for learner_id, card_id, step, due_on, reviewed_at in states.iterator(chunk_size=BATCH):
-                if (learner_id, card_id) in logged or not _logged(
-                    learner_id, card_id, seed, fraction
+                if (
+                    reviewed_at is None
+                    or (learner_id, card_id) in logged
+                    or not is_logged(learner_id, card_id, seed, fraction)
                 ):
                     continue
                 day = due_on - dt.timedelta(days=steps[step])
@@ -468,68 +360,27 @@ class Command(BaseCommand):
         self.stdout.write(f"  inserted {len(created)} review logs")
 
     def create_logs_sql(self, *, seed: int, fraction: float, steps: tuple[int, ...]) -> None:
-        log, state = ReviewLog._meta.db_table, ReviewState._meta.db_table
-        sql = f"""
-            INSERT INTO {log} (learner_id, card_id, reviewed_at, study_day, result,
-                               step_before, step_after, interval_days, due_before, due_after,
-                               idempotency_key)
-            SELECT s.learner_id, s.card_id, s.last_reviewed_at,
-                   s.due_on - (%(steps)s)[s.step + 1], 'pass',
-                   s.step - 1, s.step, (%(steps)s)[s.step + 1],
-                   s.due_on - (%(steps)s)[s.step + 1], s.due_on, ''
-            FROM (
-                SELECT st.*, st.learner_id * %(c_l)s + st.card_id * %(c_c)s
-                             + %(seed)s * %(c_s)s AS z
-                FROM {state} st
-                JOIN {get_user_model()._meta.db_table} u ON u.id = st.learner_id
-                WHERE u.username LIKE %(user_like)s AND u.email LIKE %(email_like)s
-                  AND st.step > 0 AND st.last_reviewed_at IS NOT NULL
-            ) s
-            WHERE s.z - floor(s.z) < %(fraction)s
-              AND NOT EXISTS (
-                  SELECT 1 FROM {log} l
-                  WHERE l.learner_id = s.learner_id AND l.card_id = s.card_id
-              )
-        """
-        params = {
-            "steps": list(steps),
-            "seed": seed,
-            "fraction": fraction,
-            "c_l": _C_LEARNER,
-            "c_c": _C_CARD,
-            "c_s": _C_SEED,
-            "user_like": USER_PREFIX + "%",
-            "email_like": "%" + EMAIL_DOMAIN,
-        }
         with connection.cursor() as cursor:
-            cursor.execute(_typed(sql), params)
+            cursor.execute(*logs_insert(seed=seed, fraction=fraction, steps=steps))
             self.stdout.write(f"  inserted {cursor.rowcount} review logs")
-
-
-_SQL_TYPES = {
-    "double precision": ("due", "fraction", "a_l", "a_c", "a_s", "b_l", "b_c", "b_s")
-    + ("c_l", "c_c", "c_s"),
-    "integer": ("seed", "spread", "nsteps"),
-    "integer[]": ("steps",),
-    "date": ("today",),
-}
-
-
-def _typed(sql: str) -> str:
-    """Cast each named parameter, so arithmetic runs in float8 like Python's (not numeric)."""
-    for sql_type, names in _SQL_TYPES.items():
-        for name in names:
-            sql = sql.replace(f"%({name})s", f"CAST(%({name})s AS {sql_type})")
-    return sql
-
-
-def _reviewed_at(due_on: dt.date, interval: int) -> dt.datetime:
-    """Noon UTC on the day the state was last scheduled, ``interval`` days before ``due_on``."""
-    day = due_on - dt.timedelta(days=interval)
-    return dt.datetime.combine(day, dt.time(12), tzinfo=dt.UTC)
 
 
 def _table(model_name: str) -> str:
     from django.apps import apps
 
     return apps.get_model("cards", model_name)._meta.db_table
+
+
+def _check_options(opts: dict) -> None:
+    learners, cards, decks = opts["learners"], opts["cards"], opts["decks"]
+    due_fraction, log_fraction = opts["due_fraction"], opts["log_fraction"]
+    if learners < 0:
+        raise CommandError(f"--learners: expected an integer >= 0, got {learners}.")
+    if cards < 0:
+        raise CommandError(f"--cards: expected an integer >= 0, got {cards}.")
+    if decks < 1 or (cards and decks > cards):
+        raise CommandError(f"--decks: expected an integer between 1 and --cards, got {decks}.")
+    if not 0.0 <= due_fraction < 1.0:
+        raise CommandError(f"--due-fraction: expected 0 <= F < 1, got {due_fraction}.")
+    if not 0.0 <= log_fraction <= 1.0:
+        raise CommandError(f"--log-fraction: expected 0 <= F <= 1, got {log_fraction}.")

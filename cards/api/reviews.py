@@ -1,0 +1,275 @@
+"""Reviews: the due queue, recording and listing reviews, statistics and the CSV log."""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.http import HttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.fields import DateTimeField
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from exercises.api import ExerciseSubmitView
+from exercises.serializers import ExerciseSerializer
+from studyapp.common.ids import parse_id
+from studyapp.common.pagination import DuePagination
+
+from .. import anki, selectors, services
+from ..models import Card, ReviewLog
+from ..serializers import (
+    DueQueueSerializer,
+    NotDueSerializer,
+    ReviewCreateSerializer,
+    ReviewSerializer,
+    StatsSerializer,
+)
+from ..services import reviews as review_services
+from .common import DETAIL, NOT_SCHEDULED, NOT_SCHEDULED_DETAIL, int_param
+
+IDEMPOTENCY_KEY_RE = re.compile(r"^[!-~]{1,255}$")
+
+
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key",
+    {"type": "string", "pattern": IDEMPOTENCY_KEY_RE.pattern, "maxLength": 255},
+    OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "Any unique string of up to 255 visible ASCII characters. The same key with the same body "
+        "answers the first response again for 24 hours; with a different body, 422."
+    ),
+)
+
+
+class DueView(APIView):
+    @extend_schema(
+        tags=["reviews"],
+        parameters=[
+            OpenApiParameter(
+                "page", {"type": "integer", "minimum": 1}, description="Page number (from 1)."
+            ),
+            OpenApiParameter(
+                "page_size",
+                {"type": "integer", "minimum": 1, "maximum": 100},
+                description="Items per page, 1 to 100 (default 20).",
+            ),
+        ],
+        responses={200: DueQueueSerializer},
+        summary="Cards due today, oldest due first",
+    )
+    def get(self, request):
+        today = selectors.learner_today(learner=request.user, at=timezone.now())
+        paginator = DuePagination()
+        offset, limit = paginator.start(
+            request, selectors.due_count(learner=request.user, today=today)
+        )
+        rows = selectors.due_page(
+            learner=request.user, today=today, offset=offset, limit=limit, count=paginator.count
+        )
+        exercises = _bound_exercises(request, rows, today)
+        ladder_days = settings.STUDY_LADDER_DAYS
+        datetimes = _datetime_field()
+        results = []
+        for row in rows:
+            item = {
+                "card": _due_card(row, datetimes),
+                "step": row["step"],
+                "interval_days": ladder_days[row["step"]],
+                "due_on": row["due_on"],
+                "leech": row["leech"],
+            }
+            if row["card__kind"] == Card.Kind.EXERCISE:
+                item["exercise"] = exercises.get(row["card_id"])
+            results.append(item)
+        return Response(
+            {
+                "today": today,
+                "count": paginator.count,
+                "next": paginator.get_next_link(),
+                "previous": paginator.get_previous_link(),
+                "results": results,
+            }
+        )
+
+
+def _datetime_field() -> DateTimeField:
+    """``CardSerializer``'s datetime output, with the request's time zone looked up once."""
+    return DateTimeField(
+        default_timezone=timezone.get_current_timezone() if settings.USE_TZ else None
+    )
+
+
+def _due_card(row: dict, datetimes: DateTimeField) -> dict:
+    """The card object of ``CardSerializer`` from a due-page row, without a serializer pass."""
+    spec = row["card__exercise"]
+    return {
+        "id": row["card_id"],
+        "deck": row["card__deck__slug"],
+        "key": row["card__key"],
+        "kind": row["card__kind"],
+        "prompt": row["card__prompt"],
+        "answer": row["card__answer"],
+        "tags": row["tag_names"],
+        "exercise": None
+        if spec is None
+        else {"kind": spec.get("kind"), "params": spec.get("params") or {}},
+        "position": row["card__position"],
+        "active": row["card__is_active"],
+        "created_at": datetimes.to_representation(row["card__created_at"]),
+        "updated_at": datetimes.to_representation(row["card__updated_at"]),
+    }
+
+
+def _bound_exercises(request, rows, today) -> dict:
+    items = [
+        services.DueExercise(
+            card_id=row["card_id"],
+            spec=row["card__exercise"],
+            binding_id=row["binding_id"],
+            bound_exercise_id=row["bound_exercise_id"],
+            flagged=bool(row["card__generation_error"]),
+        )
+        for row in rows
+        if row["card__kind"] == Card.Kind.EXERCISE
+    ]
+    if not items:
+        return {}
+    bound = services.due_exercises_bind(learner=request.user, items=items, today=today)
+    return {card_id: ExerciseSerializer(ex).data for card_id, ex in bound.items()}
+
+
+class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = ReviewSerializer
+
+    def get_queryset(self):
+        card_id = int_param(self.request, "card")
+        if card_id is not None and parse_id(card_id) is None:
+            return ReviewLog.objects.none()  # no card has such an id
+        return selectors.review_history(learner=self.request.user, card_id=card_id)
+
+    @extend_schema(
+        tags=["reviews"],
+        parameters=[
+            OpenApiParameter("card", OpenApiTypes.INT, description="Only this card's reviews.")
+        ],
+        summary="The learner's review log, newest first",
+    )
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(
+        tags=["reviews"],
+        request=ReviewCreateSerializer,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={
+            201: ReviewSerializer,
+            404: NOT_SCHEDULED,
+            409: OpenApiResponse(
+                NotDueSerializer,
+                description="Not due yet (with its due date), or the same Idempotency-Key is in flight.",
+            ),
+            422: DETAIL,
+        },
+        summary="Record a pass or fail for a due card",
+    )
+    def create(self, request):
+        key = _idempotency_key(request)
+        data = ReviewCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            answer = review_services.review_submit(
+                learner=request.user,
+                card=data.validated_data["card"],
+                result=data.validated_data["result"],
+                at=timezone.now(),
+                present=lambda log: ReviewSerializer(log).data,
+                idempotency_key=key,
+                path=request.path,
+            )
+        except (
+            services.NotScheduled,
+            services.ExerciseCardReview,
+            services.NotDue,
+            services.IdempotencyConflict,
+        ) as exc:
+            return _review_refused(exc)
+        return Response(answer.body, status=answer.status)
+
+
+def _idempotency_key(request) -> str:
+    """The request's Idempotency-Key, "" without one; a malformed key is a 400."""
+    key = request.headers.get("Idempotency-Key", "")
+    if "Idempotency-Key" in request.headers and not IDEMPOTENCY_KEY_RE.match(key):
+        raise ValidationError(
+            {"Idempotency-Key": ["Expected 1 to 255 visible ASCII characters (no spaces)."]}
+        )
+    return key
+
+
+def _review_refused(exc: Exception) -> Response:
+    """The answer to a review submission a service refused, by the error's type."""
+    if isinstance(exc, services.IdempotencyConflict):
+        code = status.HTTP_409_CONFLICT if exc.in_flight else status.HTTP_422_UNPROCESSABLE_ENTITY
+        return Response({"detail": str(exc)}, status=code)
+    if isinstance(exc, services.NotDue):
+        return Response({"detail": str(exc), "due_on": exc.due_on}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, services.ExerciseCardReview):
+        return Response(
+            {
+                "card": [
+                    "This is an exercise card: submit the exercise that reviews/due/ "
+                    "gave you for it instead."
+                ]
+            },
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    return Response(
+        {"detail": NOT_SCHEDULED_DETAIL},
+        status=status.HTTP_404_NOT_FOUND,
+    )
+
+
+class StatsView(APIView):
+    @extend_schema(tags=["reviews"], responses={200: StatsSerializer}, summary="Study statistics")
+    def get(self, request):
+        today = selectors.learner_today(learner=request.user, at=timezone.now())
+        return Response(
+            StatsSerializer(selectors.learner_stats(learner=request.user, today=today)).data
+        )
+
+
+class ExerciseReviewSubmitView(ExerciseSubmitView):
+    """Submitting an exercise; the first answer to one bound to a review records it."""
+
+    def attempt(self, request, exercise_id: int, answers: dict):
+        return services.exercise_review_submit(
+            learner=request.user, exercise_id=exercise_id, answers=answers, at=timezone.now()
+        )
+
+
+class ReviewsCsvView(APIView):
+    @extend_schema(
+        tags=["reviews"],
+        responses={
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description=(
+                    "card_id, review_time (ms since the epoch), review_rating (1 Again, 3 Good), "
+                    "review_state (0 new, 2 review, 3 relearning), review_duration (ms; 0), "
+                    "oldest first, net of undos: the layout Anki's FSRS optimizer reads."
+                ),
+            )
+        },
+        summary="Your review log as CSV for Anki's FSRS tools",
+    )
+    def get(self, request):
+        text = anki.reviews_csv(selectors.net_review_log(learner=request.user))
+        response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="reviews.csv"'
+        return response
