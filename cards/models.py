@@ -1,3 +1,4 @@
+# One module on purpose: the study core's tables, whose constraints and indexes refer to one another.
 """Tables of the study core. Rules live in ``ladder.py`` and ``services/``."""
 
 from __future__ import annotations

@@ -436,7 +436,7 @@ def learner_stats(*, learner, today: dt.date) -> dict:
     forecast = {today + dt.timedelta(days=i): 0 for i in range(FORECAST_DAYS)}
     # While paused, nothing falls due before the pause ends.
     paused = is_paused(learner=learner, today=today)
-    first_day = pause_end(learner_profile(learner)) if paused else today
+    first_day = (pause_end(learner_profile(learner)) or today) if paused else today
     due_rows, step_rows = _state_counts(learner=learner, today=today, horizon=horizon)
     # Days before today are the due count too, unless paused.
     due_today = 0

@@ -162,11 +162,7 @@ def test_framework_imports_are_found_at_top_and_inside_functions():
 @pytest.mark.parametrize(
     "package",
     [
-        pytest.param(
-            "cards",
-            # Strict: once cards/ keeps the limits this passes, fails as XPASS, and the mark goes.
-            marks=pytest.mark.xfail(strict=True, reason="cards/ is not within the limits yet"),
-        ),
+        "cards",
         "exercises",
         "studyapp",
     ],

@@ -7,6 +7,7 @@ import copy
 import datetime as dt
 import io
 import json
+import re
 import subprocess
 import sys
 import time
@@ -537,7 +538,7 @@ def test_export_deck_command_to_stdout_and_to_a_file(tmp_path):
     call_command("export_deck", "toy-deck", "-o", str(target), "--format", "json", stderr=io.StringIO())  # fmt: skip
     assert json.loads(target.read_text()) == _doc()
 
-    with pytest.raises(CommandError, match="No deck with slug 'nope'. Decks: toy-deck"):
+    with pytest.raises(CommandError, match=re.escape("No deck with slug 'nope'. Decks: toy-deck")):
         call_command("export_deck", "nope")
 
 
