@@ -463,15 +463,18 @@ def learner_stats(*, learner, today: dt.date) -> dict:
 
 
 def _leech_stats(*, learner) -> dict:
-    # The learner's leeches from the lapse counts, kept to the cards still on the
-    # ladder: one query, no pass over the log or over all scheduled states.
-    leeches = LapseCount.objects.filter(learner=learner, n__gte=settings.STUDY_LEECH_LAPSES)
-    cards = sorted(
-        scheduled_states(learner=learner)
-        .filter(card_id__in=leeches.values("card_id"))
-        .values_list("card_id", flat=True)
-    )
-    return {"leech": bool(cards), "leech_count": len(cards), "leech_cards": cards}
+    # The learner's leeches from the lapse counts (most learners have none: one short
+    # read), then those few checked against the ladder: no pass over the log or the states.
+    leeches = leech_card_ids(learner=learner)
+    if leeches:
+        leeches = sorted(
+            scheduled_states(learner=learner)
+            .filter(card_id__in=sorted(leeches))
+            .values_list("card_id", flat=True)
+        )
+    else:
+        leeches = []
+    return {"leech": bool(leeches), "leech_count": len(leeches), "leech_cards": leeches}
 
 
 def _prediction_accuracy(*, learner, window_start: dt.date) -> dict:
