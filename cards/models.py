@@ -199,6 +199,57 @@ class ReviewStateCount(models.Model):
         raise TypeError("Review-state counts are kept by the database; they are read-only.")
 
 
+class LapseCount(models.Model):
+    """How many times a learner has failed a card, net of undos: their lapses of it.
+
+    The review log's failed entries summed per (learner, card), an undo entry counting
+    -1. Kept by the database: triggers on the review log (migration 0010) apply every
+    insert, update and delete, whoever writes it (the review, undo and exercise services,
+    account deletion moving the log, bulk loads, psql). A count that reaches zero is
+    deleted, so the rows are exactly the non-zero sums of the log. Leeches
+    (``n >= STUDY_LEECH_LAPSES``) are read through ``(learner, n)``, in time that follows
+    the learner's leeches rather than their log. Read-only from Django.
+
+    ``learner`` and ``card`` carry no database constraint: the log outlives deleted
+    cards, and an account's log rows and counts go in whichever order Django deletes them.
+    """
+
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    card = models.ForeignKey(
+        Card,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    n = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            # The triggers' ON CONFLICT target, and the due page's lookup per row.
+            models.UniqueConstraint(fields=["learner", "card"], name="lapsecount_unique"),
+        ]
+        indexes = [
+            # A learner's leeches, from the index alone.
+            models.Index(fields=["learner", "n"], name="lapsecount_leeches", include=["card"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.learner_id} / card {self.card_id}: {self.n} lapses"
+
+    def save(self, *args, **kwargs):
+        raise TypeError("Lapse counts are kept by the database; they are read-only.")
+
+    def delete(self, *args, **kwargs):
+        raise TypeError("Lapse counts are kept by the database; they are read-only.")
+
+
 class ReviewLog(models.Model):
     """Append-only history of reviews, in the spirit of Anki's revlog.
 

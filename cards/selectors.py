@@ -12,7 +12,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import (
-    Case,
     Count,
     Exists,
     Min,
@@ -21,8 +20,6 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
-    Sum,
-    When,
 )
 from django.db.models.expressions import CombinedExpression, RawSQL
 
@@ -35,6 +32,7 @@ from .models import (
     Deck,
     Enrollment,
     ExerciseBinding,
+    LapseCount,
     LearnerProfile,
     Report,
     ReviewDay,
@@ -128,34 +126,28 @@ def net_count(**filters: Any) -> CombinedExpression:
 def leech_card_ids(*, learner, card_ids=None) -> set[int]:
     """Cards the learner has failed ``STUDY_LEECH_LAPSES`` times or more, net of undos.
 
-    ``card_ids`` may be a list or a queryset of ids (kept in SQL).
+    ``card_ids`` may be a list or a queryset of ids (kept in SQL). Read from the lapse
+    counts through ``(learner, n)``: the learner's leeches only, not their log.
     """
-    fails = ReviewLog.objects.filter(learner=learner, result=ReviewLog.Result.FAIL)
+    leeches = LapseCount.objects.filter(learner=learner, n__gte=settings.STUDY_LEECH_LAPSES)
     if card_ids is not None:
         if not isinstance(card_ids, QuerySet):
             card_ids = list(card_ids)
-        fails = fails.filter(card_id__in=card_ids)
-    # Summed as +1 / -1 rather than counted by id: read from the fails index alone.
-    rows = (
-        fails.values("card_id")
-        .annotate(lapses=Sum(Case(When(undo_of__isnull=True, then=1), default=-1)))
-        .filter(lapses__gte=settings.STUDY_LEECH_LAPSES)
-    )
-    return {row["card_id"] for row in rows}
+        leeches = leeches.filter(card_id__in=card_ids)
+    return set(leeches.values_list("card_id", flat=True))
 
 
 def _lapses_sql() -> RawSQL:
     """The learner's lapses of the row's card: failed reviews net of undos, as one column.
 
     Written out (rather than an ORM subquery) because the due page builds it on
-    every request; the log's ``(card, learner)`` index serves it.
+    every request; one row of the lapse counts, through their ``(learner, card)`` key.
     """
     return RawSQL(
-        "(SELECT COALESCE(SUM(CASE WHEN l.undo_of_id IS NULL THEN 1 ELSE -1 END), 0) "
-        "FROM cards_reviewlog l "
-        'WHERE l.card_id = "cards_reviewstate"."card_id" '
-        'AND l.learner_id = "cards_reviewstate"."learner_id" AND l.result = %s)',
-        (ReviewLog.Result.FAIL.value,),
+        "COALESCE((SELECT c.n FROM cards_lapsecount c "
+        'WHERE c.learner_id = "cards_reviewstate"."learner_id" '
+        'AND c.card_id = "cards_reviewstate"."card_id"), 0)',
+        (),
     )
 
 
@@ -473,8 +465,8 @@ def learner_stats(*, learner, today: dt.date) -> dict:
 
 
 def _leech_stats(*, learner) -> dict:
-    # The learner's fails through their partial index, then the few leeches
-    # checked against the ladder: no pass over all scheduled states.
+    # The learner's leeches from the lapse counts (most learners have none: one short
+    # read), then those few checked against the ladder: no pass over the log or the states.
     leeches = leech_card_ids(learner=learner)
     if leeches:
         leeches = sorted(
