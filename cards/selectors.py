@@ -467,15 +467,14 @@ def learner_stats(*, learner, today: dt.date) -> dict:
 def _leech_stats(*, learner) -> dict:
     # The learner's leeches from the lapse counts (most learners have none: one short
     # read), then those few checked against the ladder: no pass over the log or the states.
-    leeches = leech_card_ids(learner=learner)
-    if leeches:
+    candidates = leech_card_ids(learner=learner)
+    leeches: list[int] = []
+    if candidates:
         leeches = sorted(
             scheduled_states(learner=learner)
-            .filter(card_id__in=sorted(leeches))
+            .filter(card_id__in=sorted(candidates))
             .values_list("card_id", flat=True)
         )
-    else:
-        leeches = []
     return {"leech": bool(leeches), "leech_count": len(leeches), "leech_cards": leeches}
 
 

@@ -356,11 +356,6 @@ def validate_answers(asks: Sequence[Mapping[str, Any]], answers: Any) -> dict[st
     return parsed
 
 
-def _within(given: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> np.ndarray:
-    close: np.ndarray = np.abs(given - expected) <= atol + rtol * np.abs(expected)
-    return close
-
-
 def _exact_int(value: Any) -> int | None:
     if isinstance(value, bool | np.bool_):
         return None

@@ -265,7 +265,7 @@ def _in_threads(jobs, run) -> list:
         try:
             barrier.wait()
             results.append(run(*job))
-        except Exception as error:  # noqa: BLE001 - reported through the results
+        except Exception as error:  # reported through the results
             results.append(error)
         finally:
             connection.close()
