@@ -48,8 +48,7 @@ class CompiledQuery:
     """``build()`` compiled once per thread's connection, run with ``slots`` filled in.
 
     ``slots`` names each stand-in value that ``build`` puts in its queryset. With
-    ``count`` the SQL is wrapped in ``SELECT COUNT(*)``; with ``paged``,
-    ``LIMIT %s OFFSET %s`` is appended.
+    ``paged``, ``LIMIT %s OFFSET %s`` is appended.
     """
 
     def __init__(
@@ -57,12 +56,10 @@ class CompiledQuery:
         build: Callable[[], QuerySet],
         *,
         slots: dict[str, Any],
-        count: bool = False,
         paged: bool = False,
     ):
         self.build = build
         self.slots = slots
-        self.count = count
         self.paged = paged
         self._local = threading.local()
 
@@ -83,8 +80,6 @@ class CompiledQuery:
             names = tuple(query.selected)
         else:
             names = (*query.extra_select, *query.values_select, *query.annotation_select)
-        if self.count:
-            sql = f"SELECT COUNT(*) FROM ({sql}) q"
         if self.paged:
             sql += " LIMIT %s OFFSET %s"
         plan = _Plan(sql=sql, params=slotted, names=names, compiler=compiler)
@@ -104,8 +99,6 @@ class CompiledQuery:
         """The rows as lists, converted as the queryset converts them."""
         plan = self.plan()
         fetched = self._fetch(plan, values, limit, offset)
-        if self.count:
-            return [list(row) for row in fetched]
         return list(plan.compiler.results_iter(results=[fetched]))
 
     def dicts(self, **kwargs) -> list[dict]:
