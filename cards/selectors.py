@@ -1,4 +1,4 @@
-# One module on purpose: every count, page, forecast and statistic starts from queue_states.
+# One module on purpose: every count, page, forecast and statistic answers to queue_states.
 """Reads of the study core. Each returns a queryset or plain data without N+1 queries."""
 
 from __future__ import annotations
@@ -95,8 +95,10 @@ def is_paused(*, learner, today: dt.date) -> bool:
 def queue_states(*, learner, today: dt.date) -> QuerySet[ReviewState]:
     """The due queue's rows: scheduled, due, not suspended, not buried today, not paused.
 
-    The one place that says what is due: the review page, ``reviews/due/``, the
-    counts and the forecast all start here.
+    The one place that says what is due: the review page and ``reviews/due/`` read it;
+    the due count and the forecast sum ``ReviewStateCount`` (kept by triggers) the same
+    way, and tests hold them equal to it (``tests/cards/test_due_compiled.py``,
+    ``tests/cards/test_state_counts.py``).
     """
     if is_paused(learner=learner, today=today):
         return ReviewState.objects.none()
