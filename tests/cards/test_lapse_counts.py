@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import random
-import threading
 from collections import defaultdict
 
 import numpy as np
@@ -18,13 +17,13 @@ import pytest
 import time_machine
 from django.db import connection
 from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from cards import services
 from cards.models import Card, Deck, LapseCount, ReviewLog
 from cards.selectors import leech_card_ids
 from cards.services.privacy import DELETED_LEARNERS_USERNAME
 from exercises.models import Exercise
+from tests.cards.concurrency import in_threads, post_review
 
 from .conftest import START
 
@@ -257,27 +256,6 @@ def test_without_a_trigger_the_recount_tells(learner, other_learner, deck, event
 # --- PostgreSQL: concurrent writers and TRUNCATE ------------------------------------------
 
 
-def _in_threads(jobs, run) -> list:
-    barrier = threading.Barrier(len(jobs))
-    results: list = []
-
-    def work(*job):
-        try:
-            barrier.wait()
-            results.append(run(*job))
-        except Exception as error:  # reported through the results
-            results.append(error)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=work, args=job) for job in jobs]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
-
-
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_fails_leave_the_counts_exact(make_user):
@@ -289,14 +267,8 @@ def test_concurrent_fails_leave_the_counts_exact(make_user):
             services.enroll(learner=user, deck=deck, at=START)
     tokens = [Token.objects.get_or_create(user=user)[0].key for user in users]
 
-    def submit(token, card):
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-        body = {"card": card.pk, "result": "fail"}
-        return client.post("/api/v1/reviews/", body, format="json").status_code
-
     with time_machine.travel(DAY1, tick=True):
-        statuses = _in_threads([(token, card) for token in tokens for card in cards], submit)
+        statuses = in_threads([(t, c, "fail") for t in tokens for c in cards], post_review)
     assert statuses == [201] * 12
     assert set(assert_exact().values()) == {1}
 
@@ -306,7 +278,7 @@ def test_concurrent_fails_leave_the_counts_exact(make_user):
         pairs = [(user, card) for user in users for card in cards][::order]
         return len(ReviewLog.objects.bulk_create(log_entry(u, c) for u, c in pairs * 5))
 
-    results = _in_threads([(1,), (-1,), (1,), (-1,)], load)
+    results = in_threads([(1,), (-1,), (1,), (-1,)], load)
     assert results == [60] * 4
     counts = assert_exact()
     assert len(counts) == 12 and set(counts.values()) == {21}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
-import threading
 
 import pytest
 import time_machine
@@ -17,12 +16,12 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count
 from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from cards import services
 from cards.models import Card, Deck, ReviewState, ReviewStateCount
 from cards.selectors import FORECAST_DAYS, learner_stats
 from cards.services.scheduling import schedule_new_cards
+from tests.cards.concurrency import in_threads, post_review
 
 from .conftest import START
 
@@ -252,25 +251,8 @@ def test_concurrent_reviews_leave_the_counts_exact(make_user):
         for token in tokens
         for i, card in enumerate(cards)
     ]
-    barrier = threading.Barrier(len(jobs))
-    statuses: list[int] = []
-
-    def submit(token, card, result):
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-        try:
-            barrier.wait()
-            body = {"card": card.pk, "result": result}
-            statuses.append(client.post("/api/v1/reviews/", body, format="json").status_code)
-        finally:
-            connection.close()
-
     with time_machine.travel(DAY1, tick=True):
-        threads = [threading.Thread(target=submit, args=job) for job in jobs]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        statuses = in_threads(jobs, post_review)
     assert statuses == [201] * len(jobs)
     counts = assert_exact()
     assert sorted(counts.values()) == [3, 3, 5, 5]  # per learner: 3 failed, 5 passed

@@ -2,7 +2,6 @@
 
 import datetime as dt
 import importlib
-import threading
 from collections import defaultdict
 
 import numpy as np
@@ -11,7 +10,6 @@ import time_machine
 from django.contrib.auth import get_user_model
 from django.db import connection
 from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from cards.models import Card, Deck, ReviewDay, ReviewLog, ReviewState
 from cards.selectors import review_calendar
@@ -19,6 +17,7 @@ from cards.services import enroll, review_record
 from cards.services.privacy import DELETED_LEARNERS_USERNAME
 from cards.services.review_days import review_days_rebuild
 from exercises.models import Exercise
+from tests.cards.concurrency import in_threads, post_review
 
 START = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
 DAY1 = START + dt.timedelta(days=1)
@@ -215,28 +214,9 @@ def test_concurrent_reviews_of_one_learner_are_all_counted(make_user):
     with time_machine.travel(START, tick=False):
         enroll(learner=user, deck=deck, at=START)
     token = Token.objects.get_or_create(user=user)[0].key
-    barrier = threading.Barrier(len(cards))
-    statuses: list[int] = []
-
-    def submit(card, result):
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-        try:
-            barrier.wait()
-            body = {"card": card.pk, "result": result}
-            statuses.append(client.post("/api/v1/reviews/", body, format="json").status_code)
-        finally:
-            connection.close()
-
+    jobs = [(token, card, "pass" if i % 2 else "fail") for i, card in enumerate(cards)]
     with time_machine.travel(DAY1, tick=True):
-        threads = [
-            threading.Thread(target=submit, args=(card, "pass" if i % 2 else "fail"))
-            for i, card in enumerate(cards)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        statuses = in_threads(jobs, post_review)
     assert statuses == [201] * len(cards)
     assert stored(user) == from_log(user) == {DAY1.date(): (6, 3, DAY1.date())}
 
