@@ -38,7 +38,6 @@ from django.db import connection
 from django.template.loader import get_template
 from django.urls import reverse
 
-from ..ladder import reminder_day as reminder_day
 from ..metrics import REMINDERS_SENT
 from ..models import Reminder
 from .reminder_claims import Claim, claim_new, due_groups, recipients, reclaim_stale

@@ -31,6 +31,7 @@ GOLDEN = [
     ("UTC", 0, 23, utc(2026, 3, 2, 23, 0), MON),
     # Reminder hour before the day start: 02:00 of the next calendar date, same study day.
     ("UTC", 4, 2, utc(2026, 3, 2, 4, 0), None),
+    ("UTC", 4, 2, utc(2026, 3, 2, 23, 59), None),
     ("UTC", 4, 2, utc(2026, 3, 3, 1, 59), None),
     ("UTC", 4, 2, utc(2026, 3, 3, 2, 0), MON),
     ("UTC", 4, 2, utc(2026, 3, 3, 3, 59), MON),

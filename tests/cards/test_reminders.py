@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 import cards.admin_beat  # noqa: F401  (registers the Reminder admin)
 from cards import selectors, services, tasks
 from cards.models import Enrollment, LearnerProfile, Reminder, ReviewState
-from cards.services.reminders import reminder_day, send_due_reminders
+from cards.services.reminders import send_due_reminders
 
 MON = dt.date(2026, 3, 2)
 SUN = dt.date(2026, 3, 1)
@@ -59,42 +59,6 @@ def make_learner(db, django_user_model, deck):
         return user
 
     return make
-
-
-# --- when a reminder is due ----------------------------------------------------------------
-
-REMINDER_DAY = [
-    # (time zone, day start, reminder hour, instant, study day whose reminder is due or None)
-    ("UTC", 4, 9, utc(2026, 3, 2, 8, 59), None),
-    ("UTC", 4, 9, utc(2026, 3, 2, 9, 0), MON),
-    ("UTC", 4, 9, utc(2026, 3, 3, 3, 59), MON),  # still Monday's study day
-    ("UTC", 4, 4, utc(2026, 3, 2, 4, 0), MON),  # the hour the day starts
-    ("UTC", 4, 4, utc(2026, 3, 2, 3, 59), SUN),  # end of Sunday's study day
-    # Reminder hour before the day start: 02:00 of the next calendar date, same study day.
-    ("UTC", 4, 2, utc(2026, 3, 2, 4, 0), None),
-    ("UTC", 4, 2, utc(2026, 3, 2, 23, 59), None),
-    ("UTC", 4, 2, utc(2026, 3, 3, 1, 59), None),
-    ("UTC", 4, 2, utc(2026, 3, 3, 2, 0), MON),
-    ("UTC", 4, 2, utc(2026, 3, 3, 3, 59), MON),
-    # The extremes of the clock: UTC+14 and UTC-12, 26 hours apart.
-    ("Pacific/Kiritimati", 4, 9, utc(2026, 3, 1, 18, 59), None),
-    ("Pacific/Kiritimati", 4, 9, utc(2026, 3, 1, 19, 0), MON),
-    ("Etc/GMT+12", 4, 9, utc(2026, 3, 2, 20, 59), None),
-    ("Etc/GMT+12", 4, 9, utc(2026, 3, 2, 21, 0), MON),
-    ("Asia/Kolkata", 4, 9, utc(2026, 3, 2, 3, 30), MON),  # 09:00 IST
-    # New York springs forward at 02:00 on Sunday 8 March 2026: 02:00 never happens.
-    ("America/New_York", 0, 2, utc(2026, 3, 8, 6, 59), None),  # 01:59 EST
-    ("America/New_York", 0, 2, utc(2026, 3, 8, 7, 0), dt.date(2026, 3, 8)),  # 03:00 EDT
-    # Berlin falls back at 03:00 on Sunday 25 October 2026: 02:00 happens twice.
-    ("Europe/Berlin", 0, 2, utc(2026, 10, 24, 23, 59), None),  # 01:59 CEST
-    ("Europe/Berlin", 0, 2, utc(2026, 10, 25, 0, 0), dt.date(2026, 10, 25)),  # 02:00 CEST
-    ("Europe/Berlin", 0, 2, utc(2026, 10, 25, 1, 0), dt.date(2026, 10, 25)),  # 02:00 CET
-]
-
-
-@pytest.mark.parametrize(("tz", "day_starts_at", "hour", "at", "expected"), REMINDER_DAY)
-def test_reminder_day(tz, day_starts_at, hour, at, expected):
-    assert reminder_day(at, tz, day_starts_at, hour) == expected
 
 
 # --- one pass ------------------------------------------------------------------------------
