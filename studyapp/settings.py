@@ -160,10 +160,12 @@ STUDY_LEECH_LAPSES = int(os.environ.get("STUDY_LEECH_LAPSES", "8"))
 # --- Operations --------------------------------------------------------------
 # Bearer token for /metrics (staff may read it with their session); unset: staff only.
 STUDY_METRICS_TOKEN = os.environ.get("STUDY_METRICS_TOKEN", "")
-# Learners per reminder chunk task, and sent reminders stamped per UPDATE (a worker
-# killed outright may resend at most one unstamped slice).
+# Learners per reminder chunk task. Sent reminders are stamped in one UPDATE per group
+# of at most STAMP_EVERY messages sent within STAMP_WITHIN_MS milliseconds; a worker
+# killed outright may resend the one group it had not stamped (docs/operations.md).
 STUDY_REMINDER_CHUNK = int(os.environ.get("STUDY_REMINDER_CHUNK", "500"))
-STUDY_REMINDER_STAMP_EVERY = int(os.environ.get("STUDY_REMINDER_STAMP_EVERY", "1"))
+STUDY_REMINDER_STAMP_EVERY = int(os.environ.get("STUDY_REMINDER_STAMP_EVERY", "25"))
+STUDY_REMINDER_STAMP_WITHIN_MS = int(os.environ.get("STUDY_REMINDER_STAMP_WITHIN_MS", "50"))
 
 # --- REST API ----------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -55,12 +55,17 @@ def recipients() -> QuerySet[LearnerProfile]:
     )
 
 
-def due_groups(*, at: dt.datetime) -> list[Group]:
+def due_groups(*, at: dt.datetime, after: int = 0, up_to: int | None = None) -> list[Group]:
     """``(timezone, day_starts_at, reminder_hour, study_day)`` of every group whose reminder is due.
 
-    An unknown zone name counts as UTC (:func:`zone_or_utc`), as for placement.
+    Among the recipients with ``after < id <= up_to`` (all by default): a chunk looks
+    at its own learners only, so a pass costs one scan of the recipients, not one
+    per chunk. An unknown zone name counts as UTC (:func:`zone_or_utc`), as for placement.
     """
-    triples = recipients().values_list("timezone", "day_starts_at", "reminder_hour").distinct()
+    among = recipients().filter(user_id__gt=after)
+    if up_to is not None:
+        among = among.filter(user_id__lte=up_to)
+    triples = among.values_list("timezone", "day_starts_at", "reminder_hour").distinct()
     groups = []
     for tz_name, day_starts_at, reminder_hour in triples:
         day = reminder_day(at, zone_or_utc(tz_name), day_starts_at, reminder_hour)

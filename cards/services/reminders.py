@@ -27,7 +27,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -189,34 +189,71 @@ class _Lease:
             self.at = now
 
 
+@dataclass
+class _Stamps:
+    """Sent reminders awaiting their ``sent_at``, stamped together in one ``UPDATE``.
+
+    A group is stamped once it holds ``every`` reminders or once ``within`` has
+    passed since the first of them began sending, whichever comes first, and
+    whatever is left when the batch stops (:meth:`flush`). A send slower than
+    ``within`` is therefore stamped on its own as soon as the server takes it.
+    """
+
+    every: int
+    within: dt.timedelta
+    ids: list[int] = field(default_factory=list)
+    since: dt.datetime | None = None
+
+    def sending(self, now: dt.datetime) -> None:
+        if self.since is None:
+            self.since = now
+
+    def sent(self, reminder_id: int, now: dt.datetime) -> None:
+        self.ids.append(reminder_id)
+        began = self.since or now
+        if len(self.ids) >= self.every or now - began >= self.within:
+            self.flush(now)
+
+    def failed(self) -> None:
+        if not self.ids:
+            self.since = None
+
+    def flush(self, now: dt.datetime) -> None:
+        _stamp(self.ids, at=now)
+        self.ids = []
+        self.since = None
+
+
 def _deliver(
     claims: list[Claim],
     *,
     lease: dt.datetime,
     clock: Clock,
     retry_after: dt.timedelta,
-    stamp_every: int | None = None,
 ) -> int:
     """Send each claimed reminder and stamp it; a failed send stays claimed for a retry.
 
     ``lease`` is the claim time this pass wrote. While the batch is being sent,
     the claims not yet sent are renewed every quarter of ``retry_after``, so no
     other pass sees them as abandoned, and any row found taken over is skipped.
-    One mail connection and one compilation of the templates serve the batch. Sent
-    reminders are stamped ``stamp_every`` at a time in one ``UPDATE`` (and whatever
-    is left when the batch stops, however it stops): a worker killed outright can
-    resend at most the messages of one unstamped slice, so the default of 1 keeps
-    that window to a single message. ``MAX_CONSECUTIVE_FAILURES`` failed sends in a
+    One mail connection and one compilation of the templates serve the batch, one
+    ``send_messages`` call each message (so a failure names its message). Sent
+    reminders are stamped in groups (:class:`_Stamps`) of at most
+    ``STUDY_REMINDER_STAMP_EVERY`` messages sent within
+    ``STUDY_REMINDER_STAMP_WITHIN_MS``: a worker killed outright resends at most
+    the one group it had not stamped. ``MAX_CONSECUTIVE_FAILURES`` failed sends in a
     row raise ``MailUnavailable``.
     """
     if not claims:
         return 0
-    stamp_every = stamp_every or settings.STUDY_REMINDER_STAMP_EVERY
     users = get_user_model().objects.in_bulk([c.learner_id for c in claims])
     templates = ReminderTemplates.load()
     hold = _Lease(at=lease, every=retry_after / 4, held={c.reminder_id for c in claims})
+    stamps = _Stamps(
+        every=settings.STUDY_REMINDER_STAMP_EVERY,
+        within=dt.timedelta(milliseconds=settings.STUDY_REMINDER_STAMP_WITHIN_MS),
+    )
     sent = failures = 0
-    unstamped: list[int] = []
     mail = get_connection()
     try:
         for position, claim in enumerate(claims):
@@ -224,19 +261,18 @@ def _deliver(
             learner = users.get(claim.learner_id)
             if learner is None or claim.reminder_id not in hold.held:
                 continue
+            stamps.sending(clock())
             if not _send_one(mail, learner=learner, claim=claim, templates=templates):
+                stamps.failed()
                 failures += 1
                 if failures >= MAX_CONSECUTIVE_FAILURES:
                     raise MailUnavailable(sent)
                 continue
             failures = 0
             sent += 1
-            unstamped.append(claim.reminder_id)
-            if len(unstamped) >= stamp_every:
-                _stamp(unstamped, at=clock())
-                unstamped = []
+            stamps.sent(claim.reminder_id, clock())
     finally:
-        _stamp(unstamped, at=clock())
+        stamps.flush(clock())
         _close_quietly(mail)
     REMINDERS_SENT.inc(sent)
     return sent
@@ -278,7 +314,7 @@ def send_reminders_chunk(
     (each counting the due cards in the same statement), then the sends. Any worker
     may run any chunk, concurrently or twice: the claims keep each reminder to one.
     """
-    groups = due_groups(at=at)
+    groups = due_groups(at=at, after=after, up_to=up_to)
     clock = clock or running_clock(at)
     sent = 0
     for start in range(0, len(groups), GROUPS_PER_STATEMENT):

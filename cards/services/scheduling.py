@@ -28,7 +28,8 @@ from zoneinfo import ZoneInfo
 from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, Max, OuterRef, QuerySet
+from django.db.models import Count, Exists, F, Max, OuterRef, QuerySet, Window
+from django.db.models.functions import Lead, RowNumber
 from django.utils import timezone
 
 from .. import ladder
@@ -81,23 +82,30 @@ def id_ranges(
 ) -> Iterator[tuple[int, int | None]]:
     """Half-open ranges ``(after, up_to]`` of ``field`` values, each covering ~``chunk_size`` rows.
 
-    Keyset pagination on an index led by ``field``: one small query per range,
-    whatever the table size. ``up_to`` is None for the last range. Each query also
-    reads the value after the bound, so a last range of exactly ``chunk_size`` rows
-    ends the walk instead of leaving an empty range behind it.
+    One query, whatever the number of ranges: the rows are numbered in ``field`` order
+    and every ``chunk_size``-th value is a bound (a walk of one query per range would
+    sort the remaining rows again for each range when the planner cannot follow an
+    index through the queryset's joins). ``up_to`` is None for the last range. A bound
+    with no larger value after it is dropped, so a last range of exactly ``chunk_size``
+    rows ends the walk instead of leaving an empty range behind it; a value repeated
+    across a bound (``field`` need not be unique) stays within one range.
     """
+    order = F(field).asc()
+    numbered = (
+        queryset.order_by()
+        .alias(_row=Window(RowNumber(), order_by=order))
+        .annotate(_next=Window(Lead(field), order_by=order))
+        .alias(_slot=F("_row") % chunk_size)
+        .filter(_slot=0)
+        .order_by(field)
+        .values_list(field, "_next")
+    )
     after = 0
-    while True:
-        bounds = list(
-            queryset.filter(**{f"{field}__gt": after})
-            .order_by(field)
-            .values_list(field, flat=True)[chunk_size - 1 : chunk_size + 1]
-        )
-        if len(bounds) < 2:
-            yield after, None
-            return
-        yield after, bounds[0]
-        after = bounds[0]
+    for bound, following in numbered:
+        if bound > after and following is not None and following > bound:
+            yield after, bound
+            after = bound
+    yield after, None
 
 
 def first_due_by_group(

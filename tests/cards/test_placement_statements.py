@@ -36,6 +36,24 @@ def test_ranges_cover_every_row_and_end_without_an_empty_one(enrol, learners, ra
     assert sorted(covered) == sorted(u.pk for u in users)  # each learner in one range
 
 
+def test_a_learner_enrolled_in_several_decks_stays_in_one_range(
+    db, django_user_model, deck, other_deck
+):
+    users = [django_user_model.objects.create(username=f"both{i}") for i in range(3)]
+    Enrollment.objects.bulk_create(
+        [Enrollment(learner=u, deck=d) for u in users for d in (deck, other_deck)]
+    )
+
+    # Six rows, two per learner: bounds after the 2nd and 4th rows, none after the last.
+    assert list(id_ranges(Enrollment.objects.all(), "learner_id", 2)) == [
+        (0, users[0].pk),
+        (users[0].pk, users[1].pk),
+        (users[1].pk, None),
+    ]
+    # A bound falling inside a learner's rows is dropped: its range runs on to the next.
+    assert list(id_ranges(Enrollment.objects.all(), "learner_id", 3)) == [(0, None)]
+
+
 def test_an_exact_multiple_of_the_chunk_takes_no_statement_for_an_empty_tail(enrol, deck):
     enrol(4)
     cards = deck.cards.filter(is_active=True).count()
