@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import signal
+import time
 from collections import Counter
 
 import pytest
@@ -108,3 +109,44 @@ def test_a_worker_killed_mid_batch_loses_no_reminder_and_sends_none_twice(celery
     }
     recipients = Counter(message["To"] for message in read_mailbox(celery_procs.mail_dir))
     assert recipients == Counter({learner.email: 1 for learner in learners})
+
+
+def test_a_worker_killed_between_grouped_stamps_resends_at_most_its_unstamped_group(
+    celery_procs,
+):
+    deck = Deck.objects.create(slug="attention", title="Attention")
+    Card.objects.create(deck=deck, prompt="What does the softmax normalise?")
+    learners = make_learners(40, deck=deck, due=True)
+    celery_procs.every_second("cards.tasks.send_due_reminders", retry_after_seconds=3)
+    # Sends faster than the time window: the stamps go out in groups of 4.
+    grouped = {
+        "STUDY_TEST_EMAIL_DELAY": "0.1",
+        "STUDY_REMINDER_STAMP_EVERY": "4",
+        "STUDY_REMINDER_STAMP_WITHIN_MS": "60000",
+    }
+
+    first = celery_procs.worker(**grouped)
+    beat = celery_procs.beat()
+    wait_for(
+        lambda: Reminder.objects.filter(sent_at__isnull=False).count() >= 8,
+        timeout=25,
+        what="two groups of reminders stamped",
+        procs=[first, beat],
+    )
+    time.sleep(0.25)  # into the next group: some of it sent, none of it stamped
+    celery_procs.kill(first, signal.SIGKILL)
+    assert Reminder.objects.filter(sent_at__isnull=False).count() < len(learners)
+
+    second = celery_procs.worker(**grouped)
+    wait_for(
+        lambda: Reminder.objects.filter(sent_at__isnull=False).count() == len(learners),
+        timeout=40,
+        what="every reminder sent after the restart",
+        procs=[second, beat],
+    )
+
+    recipients = Counter(message["To"] for message in read_mailbox(celery_procs.mail_dir))
+    assert set(recipients) == {learner.email for learner in learners}  # none lost
+    assert set(recipients.values()) <= {1, 2}
+    resent = [address for address, count in recipients.items() if count == 2]
+    assert len(resent) <= 4  # at most the one group the killed worker had not stamped
