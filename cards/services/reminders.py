@@ -11,14 +11,17 @@ Exactly once
     through its batch it renews the lease of the rows it still holds every quarter
     of ``retry_after`` with a compare-and-set on the value it wrote (a row whose
     value changed was taken over and is skipped), and stamps ``sent_at`` right
-    after each send. A claim left unsent by a crash (``sent_at`` NULL) is taken
-    over once its lease is ``retry_after`` old, by a conditional ``UPDATE`` only
-    one pass can win; it counts the due cards afresh and skips a learner with
-    none left. A failed send (an SMTP error) leaves its claim unsent, so it is
-    retried that way; several failures in a row end the pass. A single send must take less than ``retry_after`` (set
-    ``EMAIL_TIMEOUT``), or a slow pass and its successor may both send it.
-    A crash between handing a message to the mail server and stamping ``sent_at``
-    sends that one reminder twice; nothing can close that gap with SMTP.
+    after the sends, in small groups bounded by count and time (:class:`_Stamps`).
+    A claim left unsent by a crash (``sent_at`` NULL) is taken over once its lease
+    is ``retry_after`` old, by a conditional ``UPDATE`` only one pass can win; it
+    counts the due cards afresh and skips a learner with none left. A failed send
+    (an SMTP error) leaves its claim unsent, so it is retried that way; several
+    failures in a row end the pass. A single send must take less than
+    ``retry_after`` (set ``EMAIL_TIMEOUT``), or a slow pass and its successor may
+    both send it.
+    A crash between handing messages to the mail server and stamping their group
+    sends that group twice (at most ``STUDY_REMINDER_STAMP_EVERY`` messages, sent
+    within ``STUDY_REMINDER_STAMP_WITHIN_MS``); nothing can close that gap with SMTP.
 """
 
 from __future__ import annotations
