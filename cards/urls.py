@@ -21,6 +21,11 @@ urlpatterns = [
         name="password-reset-confirm-api",
     ),
     path("me/password/", accounts.PasswordChangeView.as_view(), name="me-password"),
+    path(
+        "me/email-confirmation/",
+        accounts.EmailConfirmationView.as_view(),
+        name="me-email-confirmation",
+    ),
     path("me/export/", accounts.ExportView.as_view(), name="me-export"),
     path("reviews/due/", reviews.DueView.as_view(), name="reviews-due"),
     path("stats/", reviews.StatsView.as_view(), name="stats"),

@@ -196,11 +196,18 @@ def _in_words(seconds: float) -> str:
 
 
 # Server-rendered forms limited like their API counterparts: url name -> scope.
-WEB_FORM_SCOPES = {"login": "login", "signup": "register", "password_reset": "password_reset"}
+WEB_FORM_SCOPES = {
+    "login": "login",
+    "signup": "register",
+    "password_reset": "password_reset",
+    # It mails a link, to whatever address the learner has just typed in.
+    "email-confirm-send": "password_reset",
+}
 
 
 class WebFormThrottleMiddleware:
-    """Limits the POSTs of the log-in, sign-up and password reset pages (429 page)."""
+    """Limits the POSTs of the log-in, sign-up and password reset pages and of the profile's
+    "send confirmation link" button (429 page)."""
 
     def __init__(self, get_response):
         self.get_response = get_response

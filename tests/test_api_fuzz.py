@@ -40,6 +40,8 @@ STATEFUL_400 = {
     ("DELETE", "/api/v1/me/"),
     ("POST", "/api/v1/me/password/"),
     ("POST", "/api/v1/auth/password-reset/confirm/"),
+    # A fresh confirmation link needs an address on the account.
+    ("POST", "/api/v1/me/email-confirmation/"),
     # Study controls: a report names an existing card (and an exercise of yours); a
     # pause starts today or later.
     ("POST", "/api/v1/reports/"),

@@ -25,6 +25,7 @@ from ..serializers import (
 )
 from ..services import accounts as account_services
 from ..services import privacy
+from .common import CONFLICT, DETAIL
 
 
 # Open to anyone: no credentials are read, so a stale token cannot refuse the request.
@@ -168,6 +169,35 @@ class ExportView(APIView):
             f'attachment; filename="study-export-{request.user.get_username()}.json"'
         )
         return response
+
+
+class EmailConfirmationView(APIView):
+    # Each request mails a link: limited like the other requests that do.
+    throttle_scope = "password_reset"
+
+    @extend_schema(
+        tags=["profile"],
+        request=None,
+        responses={
+            202: OpenApiResponse(DETAIL.response, description="The link is on its way."),
+            400: OpenApiResponse(description='No address on the account: `{"email": [...]}`.'),
+            409: CONFLICT,
+        },
+        summary="Mail a fresh link that confirms the account's e-mail address",
+        description=(
+            "Reminders go only to a confirmed address (`email_confirmed` in `me/`). "
+            "400 when the account has no address, 409 when it is confirmed already."
+        ),
+    )
+    def post(self, request):
+        try:
+            address = account_services.email_confirmation_request(user=request.user)
+        except account_services.EmailAlreadyConfirmed as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(
+            {"detail": f"A confirmation link is on its way to {address}."},
+            status=status.HTTP_202_ACCEPTED,
+        )
 
 
 class MeView(APIView):

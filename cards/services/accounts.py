@@ -257,6 +257,27 @@ def email_confirmation_send(*, user: Any) -> None:
         logger.warning("Could not send the e-mail confirmation to user %s: %s", user.pk, exc)
 
 
+class EmailAlreadyConfirmed(Exception):
+    """The learner's address is confirmed already: no link is sent."""
+
+
+def email_confirmation_request(*, user: Any) -> str:
+    """Mail a fresh confirmation link for the learner's address; returns the address.
+
+    ``ValidationError`` on ``email`` when the account has none, ``EmailAlreadyConfirmed``
+    when the address is confirmed already (nothing is sent either way).
+    """
+    if not user.email:
+        raise ValidationError({"email": ["Add an e-mail address first (PATCH me/)."]})
+    confirmed = (
+        LearnerProfile.objects.filter(user=user).values_list("confirmed_email", flat=True).first()
+    )
+    if confirmed == user.email:
+        raise EmailAlreadyConfirmed(f"{user.email} is confirmed already.")
+    email_confirmation_send(user=user)
+    return str(user.email)
+
+
 @transaction.atomic
 def email_confirm(*, token: str) -> Any:
     """Confirm the address a link was sent to, if it is still the learner's address."""

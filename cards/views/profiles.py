@@ -83,11 +83,14 @@ def email_confirm(request: HttpRequest, token: str) -> HttpResponse:
 @require_POST
 def email_confirm_send(request: HttpRequest) -> HttpResponse:
     user = signed_in(request)
-    if not user.email:
+    try:
+        address = account_services.email_confirmation_request(user=user)
+    except ValidationError:
         messages.warning(request, "Add an e-mail address first.")
+    except account_services.EmailAlreadyConfirmed as exc:
+        messages.info(request, str(exc))
     else:
-        account_services.email_confirmation_send(user=user)
-        messages.success(request, f"A confirmation link is on its way to {user.email}.")
+        messages.success(request, f"A confirmation link is on its way to {address}.")
     return redirect("profile")
 
 
