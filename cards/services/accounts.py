@@ -15,6 +15,7 @@ from django.core import signing
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.urls import reverse
 from django.utils.encoding import force_str
 from django.utils.http import urlsafe_base64_decode
@@ -255,6 +256,17 @@ def email_confirmation_send(*, user: Any) -> None:
         )
     except Exception as exc:
         logger.warning("Could not send the e-mail confirmation to user %s: %s", user.pk, exc)
+
+
+def awaiting_confirmation() -> Any:
+    """Active learners with reminders on whose address is set but not confirmed."""
+    return (
+        get_user_model()
+        .objects.filter(is_active=True, profile__reminders=True)
+        .exclude(email="")
+        .exclude(profile__confirmed_email=F("email"))
+        .order_by("pk")
+    )
 
 
 class EmailAlreadyConfirmed(Exception):
