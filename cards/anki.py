@@ -15,23 +15,20 @@ import hashlib
 import html
 import io
 import os
-import re
 import tempfile
 from collections.abc import Iterable
 from typing import Any
 
 import genanki
-import markdown
 import nh3
 import numpy as np
 
 from exercises.kinds import get_kind
 from exercises.kinds.base import tex_matrix, tex_vector
+from studyapp.common.rendering import markdown_with_math
 
 from .models import Card, Deck, ReviewLog
 
-_MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$(?!\s)([^$\n]+?)(?<![\s\\])\$", re.S)
-_TOKEN = "\x00MATH{}\x00"  # Markdown leaves it alone; replaced before sanitising
 SEED_MAX = 2**31 - 1
 
 CSS = """.card { font-family: system-ui, sans-serif; font-size: 18px; text-align: left;
@@ -59,22 +56,14 @@ BASIC_MODEL = genanki.Model(
 )
 
 
+def _mathjax(tex: str, display: bool) -> str:
+    tex = html.escape(tex.strip(), quote=False)
+    return rf"\[{tex}\]" if display else rf"\({tex}\)"
+
+
 def markdown_to_anki(text: str) -> str:
     """Card Markdown to HTML with the math left as MathJax for Anki to typeset."""
-    pieces: list[str] = []
-
-    def stash(match: re.Match) -> str:
-        display, inline = match.group(1), match.group(2)
-        tex = html.escape((display if display is not None else inline).strip(), quote=False)
-        pieces.append(rf"\[{tex}\]" if display is not None else rf"\({tex}\)")
-        return _TOKEN.format(len(pieces) - 1)
-
-    body = _MATH.sub(stash, text or "")
-    rendered = markdown.markdown(body, extensions=["fenced_code", "tables", "sane_lists"])
-    rendered = rendered.replace("\\$", "$")
-    for index, piece in enumerate(pieces):
-        rendered = rendered.replace(_TOKEN.format(index), piece)
-    return nh3.clean(rendered, link_rel="noopener noreferrer")
+    return nh3.clean(markdown_with_math(text, _mathjax), link_rel="noopener noreferrer")
 
 
 def _tex_value(value: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 import markdown
@@ -111,14 +112,17 @@ def formula_renders(tex: str, display: bool) -> bool:
     return "math-error" not in _math_html(tex, display)
 
 
-@lru_cache(maxsize=2048)
-def render_markdown(text: str) -> str:
-    """Card Markdown to safe HTML (a plain ``str``; mark it safe at the template edge)."""
+def markdown_with_math(text: str, math: Callable[[str, bool], str]) -> str:
+    """Card Markdown to HTML, each formula replaced by ``math(tex, display)``; not sanitised.
+
+    The formulas are cut out before Markdown runs and put back after, so Markdown
+    never reads ``_`` or ``*`` inside them. The caller sanitises the result.
+    """
     pieces: list[str] = []
 
     def stash(match: re.Match) -> str:
         display, inline = match.group(1), match.group(2)
-        pieces.append(_math_html(display if display is not None else inline, display is not None))
+        pieces.append(math(display if display is not None else inline, display is not None))
         return _TOKEN.format(len(pieces) - 1)
 
     body = _MATH.sub(stash, text or "")
@@ -126,10 +130,16 @@ def render_markdown(text: str) -> str:
     rendered = rendered.replace("\\$", "$")
     for index, piece in enumerate(pieces):
         rendered = rendered.replace(_TOKEN.format(index), piece)
+    return rendered
+
+
+@lru_cache(maxsize=2048)
+def render_markdown(text: str) -> str:
+    """Card Markdown to safe HTML (a plain ``str``; mark it safe at the template edge)."""
     attributes = {tag: MATHML_ATTRS for tag in MATHML_TAGS}
     attributes.update({"a": {"href", "title"}, "code": {"class"}, "th": {"align"}, "td": {"align"}})
     return nh3.clean(
-        rendered,
+        markdown_with_math(text, _math_html),
         tags=set(nh3.ALLOWED_TAGS) | MATHML_TAGS,
         attributes=attributes,
         link_rel="noopener noreferrer",
