@@ -155,7 +155,20 @@ class ReviewState(models.Model):
         return f"{self.learner} / card {self.card_id}: step {self.step}, due {self.due_on}"
 
 
-class ReviewStateCount(models.Model):
+class KeptByDatabase(models.Model):
+    """A table its database triggers keep: Django reads it and never writes it."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        raise TypeError(f"{type(self).__name__} rows are kept by the database; read-only.")
+
+    def delete(self, *args, **kwargs):
+        raise TypeError(f"{type(self).__name__} rows are kept by the database; read-only.")
+
+
+class ReviewStateCount(KeptByDatabase):
     """How many of a learner's scheduled states share a due date, a rung and ``suspended``.
 
     Kept by the database: triggers on the review-state table (migration 0009) apply
@@ -192,14 +205,8 @@ class ReviewStateCount(models.Model):
     def __str__(self) -> str:
         return f"{self.learner_id} due {self.due_on} at step {self.step}: {self.n}"
 
-    def save(self, *args, **kwargs):
-        raise TypeError("Review-state counts are kept by the database; they are read-only.")
 
-    def delete(self, *args, **kwargs):
-        raise TypeError("Review-state counts are kept by the database; they are read-only.")
-
-
-class LapseCount(models.Model):
+class LapseCount(KeptByDatabase):
     """How many times a learner has failed a card, net of undos: their lapses of it.
 
     The review log's failed entries summed per (learner, card), an undo entry counting
@@ -242,12 +249,6 @@ class LapseCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.learner_id} / card {self.card_id}: {self.n} lapses"
-
-    def save(self, *args, **kwargs):
-        raise TypeError("Lapse counts are kept by the database; they are read-only.")
-
-    def delete(self, *args, **kwargs):
-        raise TypeError("Lapse counts are kept by the database; they are read-only.")
 
 
 class ReviewLog(models.Model):
