@@ -400,6 +400,11 @@ class LearnerProfile(models.Model):
     def __str__(self) -> str:
         return f"Profile of {self.user}"
 
+    @property
+    def email_confirmed(self) -> bool:
+        """Whether the learner's current address is the one they confirmed."""
+        return bool(self.user.email) and self.confirmed_email == self.user.email
+
 
 class Reminder(models.Model):
     """One reminder per learner per study day; the unique row makes resends harmless."""

@@ -89,7 +89,7 @@ class ProfileSerializer(serializers.ModelSerializer):
         ]
 
     def get_email_confirmed(self, profile) -> bool:
-        return bool(profile.user.email) and profile.confirmed_email == profile.user.email
+        return profile.email_confirmed
 
 
 # --- Account lifecycle --------------------------------------------------------------

@@ -15,7 +15,6 @@ from django.core import signing
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.urls import reverse
 from django.utils.encoding import force_str
 from django.utils.http import urlsafe_base64_decode
@@ -258,17 +257,6 @@ def email_confirmation_send(*, user: Any) -> None:
         logger.warning("Could not send the e-mail confirmation to user %s: %s", user.pk, exc)
 
 
-def awaiting_confirmation() -> Any:
-    """Active learners with reminders on whose address is set but not confirmed."""
-    return (
-        get_user_model()
-        .objects.filter(is_active=True, profile__reminders=True)
-        .exclude(email="")
-        .exclude(profile__confirmed_email=F("email"))
-        .order_by("pk")
-    )
-
-
 class EmailAlreadyConfirmed(Exception):
     """The learner's address is confirmed already: no link is sent."""
 
@@ -281,10 +269,7 @@ def email_confirmation_request(*, user: Any) -> str:
     """
     if not user.email:
         raise ValidationError({"email": ["Add an e-mail address first (PATCH me/)."]})
-    confirmed = (
-        LearnerProfile.objects.filter(user=user).values_list("confirmed_email", flat=True).first()
-    )
-    if confirmed == user.email:
+    if selectors.learner_profile(user).email_confirmed:
         raise EmailAlreadyConfirmed(f"{user.email} is confirmed already.")
     email_confirmation_send(user=user)
     return str(user.email)

@@ -46,12 +46,24 @@ class Claim:
 Group = tuple[str, int, int, dt.date]
 
 
+def _wanting_reminders() -> QuerySet[LearnerProfile]:
+    return LearnerProfile.objects.filter(reminders=True, user__is_active=True).exclude(
+        user__email=""
+    )
+
+
 def recipients() -> QuerySet[LearnerProfile]:
     # Only an address the learner confirmed through its link receives reminders.
+    return _wanting_reminders().filter(confirmed_email=F("user__email"))
+
+
+def awaiting_confirmation() -> QuerySet[LearnerProfile]:
+    """Learners who want reminders but get none until they confirm their address."""
     return (
-        LearnerProfile.objects.filter(reminders=True, user__is_active=True)
-        .exclude(user__email="")
-        .filter(confirmed_email=F("user__email"))
+        _wanting_reminders()
+        .exclude(confirmed_email=F("user__email"))
+        .select_related("user")
+        .order_by("user_id")
     )
 
 

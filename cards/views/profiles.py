@@ -61,10 +61,9 @@ def _profile_initial(user, profile: LearnerProfile) -> dict[str, object]:
 
 
 def _account_context(user, profile: LearnerProfile) -> dict[str, object]:
-    confirmed = bool(user.email) and profile.confirmed_email == user.email
     return {
-        "email_confirmed": confirmed,
-        "reminders_unconfirmed": profile.reminders and not confirmed,
+        "email_confirmed": profile.email_confirmed,
+        "reminders_unconfirmed": profile.reminders and not profile.email_confirmed,
         "delete_form": AccountDeleteForm(prefix="delete"),
     }
 

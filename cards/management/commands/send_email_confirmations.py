@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 
 from cards.services import accounts
+from cards.services.reminder_claims import awaiting_confirmation
 
 
 class Command(BaseCommand):
@@ -25,12 +26,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, dry_run: bool = False, **options):
-        waiting = accounts.awaiting_confirmation()
+        waiting = awaiting_confirmation()
         if dry_run:
             self.stdout.write(f"{waiting.count()} learners would get a confirmation link.")
             return
         sent = 0
-        for user in waiting.iterator(chunk_size=500):
-            accounts.email_confirmation_send(user=user)
+        for profile in waiting.iterator(chunk_size=500):
+            accounts.email_confirmation_send(user=profile.user)
             sent += 1
         self.stdout.write(self.style.SUCCESS(f"Mailed a confirmation link to {sent} learners."))
