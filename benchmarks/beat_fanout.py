@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from benchmarks.bench_beat import REPO, enroll_first, seed
+from benchmarks.bench_beat import REPO, enroll_overdue, seed
 from benchmarks.pg import sql
 from cards import tasks
 from cards.models import Reminder
@@ -70,16 +70,7 @@ def start_worker(queue: str, processes: int, log_path: Path) -> subprocess.Popen
 def seed_due_reminders(learners: int) -> None:
     """``learners`` learners, each with one overdue card and a reminder due now."""
     seed(learners, 1)
-    enroll_first(learners, "bench-due")
-    sql(
-        """
-        INSERT INTO cards_reviewstate (learner_id, card_id, step, due_on, created_at, updated_at)
-        SELECT e.learner_id, c.id, 1, DATE '2020-01-01', now(), now()
-        FROM cards_enrollment e JOIN cards_card c ON c.deck_id = e.deck_id
-        JOIN cards_deck d ON d.id = e.deck_id AND d.slug = 'bench-due'
-        ON CONFLICT DO NOTHING
-        """
-    )
+    enroll_overdue(learners)
     # Every learner's reminder is due whatever the wall clock says.
     sql(
         "UPDATE cards_learnerprofile SET reminders = true, timezone = 'UTC', "

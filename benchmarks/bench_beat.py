@@ -187,12 +187,8 @@ def bench_placement(learners: int, cards: int) -> None:
     )
 
 
-def bench_reminders(learners: int) -> None:
-    from django.conf import settings
-
-    from cards.services.reminders import send_due_reminders
-
-    settings.EMAIL_BACKEND = "benchmarks.bench_beat.CountingBackend"
+def enroll_overdue(learners: int) -> None:
+    """The first ``learners`` learners enrolled in deck ``bench-due``, its cards long overdue."""
     enroll_first(learners, "bench-due")
     sql(
         """
@@ -203,6 +199,15 @@ def bench_reminders(learners: int) -> None:
         ON CONFLICT DO NOTHING
         """
     )
+
+
+def bench_reminders(learners: int) -> None:
+    from django.conf import settings
+
+    from cards.services.reminders import send_due_reminders
+
+    settings.EMAIL_BACKEND = "benchmarks.bench_beat.CountingBackend"
+    enroll_overdue(learners)
     sql("ANALYZE")
     sql(
         """
