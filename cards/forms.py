@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from django import forms
+from django.contrib.auth import forms as auth_forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 
@@ -63,6 +64,17 @@ class ProfileForm(forms.Form):
         widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
         help_text="Needed only to change the e-mail address.",
     )
+
+
+class PasswordChangeForm(auth_forms.PasswordChangeForm):
+    """Django's form, but the current password is checked by the service, not here.
+
+    ``accounts.password_change`` checks it as a log-in is, so that a wrong one counts
+    toward the username's lockout; Django's own check would not.
+    """
+
+    def clean_old_password(self) -> str:
+        return str(self.cleaned_data["old_password"])
 
 
 class AccountDeleteForm(forms.Form):

@@ -202,12 +202,34 @@ WEB_FORM_SCOPES = {
     "password_reset": "password_reset",
     # It mails a link, to whatever address the learner has just typed in.
     "email-confirm-send": "password_reset",
+    # The current password is checked there as a log-in is (and the profile's form when
+    # it carries one, to change the e-mail address).
+    "password-change": "login",
+    "account-delete": "login",
+    "admin:password_change": "login",
+    # The exercise pages share the learner's budget with POST exercises/ and .../submit/.
+    "exercise-index": "exercise_create",
+    "exercise-page-submit": "exercise_submit",
 }
+# Forms whose POST counts only when it carries this field.
+WEB_FORM_SCOPES_WITH_FIELD = {"profile": ("login", "password")}
+
+
+def web_form_scope(request) -> str | None:
+    """The limit a POST to a server-rendered page counts against, if any."""
+    match = request.resolver_match
+    name = match.view_name if match else ""
+    scope = WEB_FORM_SCOPES.get(name)
+    if scope is None and name in WEB_FORM_SCOPES_WITH_FIELD:
+        scope, field = WEB_FORM_SCOPES_WITH_FIELD[name]
+        if not request.POST.get(field):
+            return None
+    return scope
 
 
 class WebFormThrottleMiddleware:
-    """Limits the POSTs of the log-in, sign-up and password reset pages and of the profile's
-    "send confirmation link" button (429 page)."""
+    """Limits the POSTs of the server-rendered forms that have an API counterpart
+    (``WEB_FORM_SCOPES``), with the same scope and counter, and answers a 429 page."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -218,8 +240,7 @@ class WebFormThrottleMiddleware:
     def process_view(self, request, view_func, view_args, view_kwargs):
         if request.method != "POST" or request.path.startswith("/api/"):
             return None
-        match = request.resolver_match
-        scope = WEB_FORM_SCOPES.get(match.url_name if match else None)
+        scope = web_form_scope(request)
         if scope is None:
             return None
         throttle = StudyThrottle(scope)
@@ -227,7 +248,10 @@ class WebFormThrottleMiddleware:
             return None
         wait = throttle.wait() or 1
         response = render(
-            request, "registration/throttled.html", {"wait_words": _in_words(wait)}, status=429
+            request,
+            "registration/throttled.html",
+            {"wait_words": _in_words(wait), "per_learner": scope not in ANONYMOUS_SCOPES},
+            status=429,
         )
         return _retry_after_header(response, wait)
 
@@ -266,19 +290,23 @@ def lockout_seconds_left(username: str) -> float:
 
 
 def lockout_response(request, original_response=None, credentials=None) -> HttpResponse:
-    """429 for a locked-out username: when to try again, and the password reset as a way back."""
+    """429 for a locked-out username: when to try again, and the password reset as a way back.
+
+    The same answer for a log-in and for any other check of the current password
+    (changing the password or the e-mail address, deleting the account).
+    """
     username = (credentials or {}).get("username") or request.POST.get("username", "")
     seconds = lockout_seconds_left(username)
     until = timezone.now() + dt.timedelta(seconds=seconds)
-    logger.warning("Log-in refused: username %r is locked out", username)
+    logger.warning("Password refused: username %r is locked out", username)
     response: HttpResponse
     if request.path.startswith("/api/"):
         response = JsonResponse(
             {
                 "detail": (
-                    f"Too many failed log-ins for this username: it is locked for "
-                    f"{_in_words(seconds)} (until {until:%H:%M} UTC), even with the right "
-                    "password. Reset the password (POST /api/v1/auth/password-reset/) "
+                    "Too many failed log-ins or wrong passwords for this username: it is "
+                    f"locked for {_in_words(seconds)} (until {until:%H:%M} UTC), even with "
+                    "the right password. Reset the password (POST /api/v1/auth/password-reset/) "
                     "to get back in now."
                 )
             },

@@ -9,6 +9,7 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from .. import selectors, services
@@ -26,6 +27,42 @@ from ..serializers import (
 from ..services import accounts as account_services
 from ..services import privacy
 from .common import CONFLICT, DETAIL
+
+PASSWORD_CHECKED = (
+    "The current password is checked as a log-in is: a wrong one counts toward the "
+    "username's lockout (web and API log-ins together), the request shares the `login` "
+    "limit, and while the username is locked even the right password answers 429 with "
+    "Retry-After."
+)
+
+
+def _documents_delete_body(view_method):
+    """Let the schema document the request body of a DELETE view method.
+
+    drf-spectacular documents bodies of PUT, PATCH and POST only, and ``DELETE me/``
+    takes the password in its body. ``extend_schema`` builds on the schema class it
+    finds on the method, so this one, the project's, documents that body as a POST's.
+    The schema test of ``DELETE me/`` fails if drf-spectacular changes this.
+    """
+    base = api_settings.DEFAULT_SCHEMA_CLASS
+
+    class DeleteWithBodySchema(base):  # type: ignore[misc,valid-type]
+        def _get_request_body(self, direction="request"):
+            if self.method != "DELETE":
+                return super()._get_request_body(direction)
+            self.method = "POST"
+            try:
+                return super()._get_request_body(direction)
+            finally:
+                self.method = "DELETE"
+
+    view_method.kwargs = {"schema": DeleteWithBodySchema}
+    return view_method
+
+
+def _carries_password(request) -> bool:
+    data = request.data
+    return isinstance(data, dict) and "password" in data
 
 
 # Open to anyone: no credentials are read, so a stale token cannot refuse the request.
@@ -133,16 +170,22 @@ class PasswordResetConfirmView(PublicView):
 
 
 class PasswordChangeView(APIView):
+    # The current password is checked as a log-in is: limited and counted the same way.
+    throttle_scope = "login"
+
     @extend_schema(
         tags=["profile"],
         request=PasswordChangeSerializer,
         responses={200: TokenSerializer},
         summary="Change the password; answers a new token and the old one stops working",
+        description=PASSWORD_CHECKED,
     )
     def post(self, request):
         data = PasswordChangeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        token = account_services.password_change(user=request.user, **data.validated_data)
+        token = account_services.password_change(
+            user=request.user, request=request._request, **data.validated_data
+        )
         return Response({"token": token})
 
 
@@ -201,6 +244,13 @@ class EmailConfirmationView(APIView):
 
 
 class MeView(APIView):
+    def get_throttles(self):
+        # A request that carries the current password is limited like a log-in.
+        method = self.request.method
+        if method == "DELETE" or (method == "PATCH" and _carries_password(self.request)):
+            self.throttle_scope = "login"
+        return super().get_throttles()
+
     @extend_schema(tags=["profile"], responses={200: ProfileSerializer})
     def get(self, request):
         return Response(ProfileSerializer(selectors.learner_profile(request.user)).data)
@@ -210,6 +260,10 @@ class MeView(APIView):
         request=ProfileSerializer,
         responses={200: ProfileSerializer},
         summary="Change the time zone, day start, reminders or email",
+        description=(
+            "A new `email` needs the current `password` in the same body; a body that carries "
+            "`password` shares the `login` limit. " + PASSWORD_CHECKED
+        ),
     )
     def patch(self, request):
         profile = selectors.learner_profile(request.user)
@@ -218,21 +272,34 @@ class MeView(APIView):
         fields = dict(data.validated_data)
         if "user" in fields:
             fields.update(fields.pop("user"))
-        profile = services.profile_update(user=request.user, **fields)
+        profile = services.profile_update(user=request.user, request=request._request, **fields)
         return Response(ProfileSerializer(profile).data)
 
     @extend_schema(
         tags=["profile"],
         request=AccountDeleteSerializer,
-        responses={204: None},
+        responses={
+            204: None,
+            400: OpenApiResponse(
+                {
+                    "type": "object",
+                    "properties": {"password": {"type": "array", "items": {"type": "string"}}},
+                },
+                description='No password, or not the current one: `{"password": [...]}`.',
+            ),
+        },
         summary="Delete the account and its personal data (needs the password)",
         description=(
-            "Afterwards the token answers 401 and the username is free. The review log is "
-            "kept for card statistics without any link to the account."
+            "The body carries the current `password`. Afterwards the token answers 401 and "
+            "the username is free. The review log is kept for card statistics without any "
+            "link to the account. " + PASSWORD_CHECKED
         ),
     )
+    @_documents_delete_body
     def delete(self, request):
         data = AccountDeleteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        privacy.account_delete(user=request.user, password=data.validated_data["password"])
+        account_services.account_delete(
+            user=request.user, password=data.validated_data["password"], request=request._request
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)

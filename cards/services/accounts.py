@@ -7,7 +7,7 @@ from importlib import resources
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
+from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.signals import user_logged_in
 from django.contrib.auth.tokens import default_token_generator
@@ -22,6 +22,7 @@ from rest_framework.authtoken.models import Token
 
 from .. import selectors
 from ..models import LearnerProfile
+from . import privacy
 
 logger = logging.getLogger(__name__)
 
@@ -90,19 +91,34 @@ def register(
     return user, token.key
 
 
-@transaction.atomic
-def profile_update(*, user: Any, password: str | None = None, **fields: Any) -> LearnerProfile:
+def profile_update(
+    *, user: Any, password: str | None = None, request: Any = None, **fields: Any
+) -> LearnerProfile:
     """Change the learner's email and study profile; all fields are validated first.
 
-    A new e-mail address needs the current ``password`` and is used for reminders
-    only once confirmed through the link sent to it.
+    A new e-mail address needs the current ``password``, checked as a log-in is
+    (``password_verify``), and is used for reminders only once confirmed through the
+    link sent to it.
     """
     _profile_fields_validate(fields)
     email_changes = "email" in fields and fields["email"] != user.email
-    if email_changes and not (password and user.check_password(password)):
-        raise ValidationError(
-            {"password": ["Changing the e-mail address needs your current password."]}
+    if email_changes:
+        if not password:
+            raise ValidationError(
+                {"password": ["Changing the e-mail address needs your current password."]}
+            )
+        password_verify(
+            user=user,
+            password=password,
+            request=request,
+            field="password",
+            message="This is not your current password; the e-mail address is unchanged.",
         )
+    return _profile_save(user=user, email_changes=email_changes, fields=fields)
+
+
+@transaction.atomic
+def _profile_save(*, user: Any, email_changes: bool, fields: dict[str, Any]) -> LearnerProfile:
     profile = selectors.learner_profile(user)
     for name in PROFILE_FIELDS:
         if name in fields:
@@ -173,14 +189,52 @@ def _unlock(username: str) -> None:
     reset(username=username)
 
 
-@transaction.atomic
-def password_change(*, user: Any, old_password: str, new_password: str) -> str:
+def password_verify(*, user: Any, password: str, request: Any, field: str, message: str) -> None:
+    """Check the learner's current password as a log-in checks it.
+
+    A wrong password counts toward the username's lockout (django-axes, the same
+    count as the web log-in and ``auth/token/``), and while the username is locked the
+    right one is refused too: ``request`` (the plain ``HttpRequest``) is then flagged
+    and the lockout middleware answers 429 with ``Retry-After``. Raises
+    ``ValidationError`` on ``field`` otherwise.
+
+    Call it outside a transaction: the failure it records must outlive the rollback
+    of the error raised here.
+    """
+    checked = authenticate(request, username=user.get_username(), password=password)
+    if checked is None or checked.pk != user.pk:
+        raise ValidationError({field: [message]})
+
+
+def password_change(*, user: Any, old_password: str, new_password: str, request: Any) -> str:
     """Set a new password after checking the old one; returns the new API token."""
-    if not user.check_password(old_password):
-        raise ValidationError({"old_password": ["This is not your current password."]})
+    password_verify(
+        user=user,
+        password=old_password,
+        request=request,
+        field="old_password",
+        message="This is not your current password.",
+    )
+    return _password_replace(user=user, new_password=new_password)
+
+
+@transaction.atomic
+def _password_replace(*, user: Any, new_password: str) -> str:
     _set_password(user, new_password, field="new_password")
     logger.info("Password changed for user %s", user.pk)
     return token_rotate(user=user)
+
+
+def account_delete(*, user: Any, password: str, request: Any) -> None:
+    """Delete the account (``privacy.account_delete``) once its password is confirmed."""
+    password_verify(
+        user=user,
+        password=password,
+        request=request,
+        field="password",
+        message="This is not your current password; the account is not deleted.",
+    )
+    privacy.account_delete(user=user, check_password=False)
 
 
 def password_reset_user(*, uid: str, token: str) -> Any:

@@ -6,14 +6,13 @@ from django.contrib import messages
 from django.contrib.auth import login, update_session_auth_hash
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.forms import PasswordChangeForm
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from .. import services
-from ..forms import SignUpForm
+from ..forms import PasswordChangeForm, SignUpForm
 from ..services import accounts as account_services
 from .common import apply_errors, signed_in
 
@@ -59,6 +58,7 @@ def password_change(request: HttpRequest) -> HttpResponse:
                 user=user,
                 old_password=form.cleaned_data["old_password"],
                 new_password=form.cleaned_data["new_password1"],
+                request=request,
             )
         except ValidationError as exc:
             apply_errors(form, exc)

@@ -26,7 +26,7 @@ def profile(request: HttpRequest) -> HttpResponse:
     form = ProfileForm(request.POST or None, initial=_profile_initial(request.user, current))
     if request.method == "POST" and form.is_valid():
         try:
-            services.profile_update(user=request.user, **form.cleaned_data)
+            services.profile_update(user=request.user, request=request, **form.cleaned_data)
         except ValidationError as exc:
             apply_errors(form, exc)
         else:
@@ -113,7 +113,9 @@ def account_delete(request: HttpRequest) -> HttpResponse:
     form = AccountDeleteForm(request.POST, prefix="delete")
     if form.is_valid():
         try:
-            privacy.account_delete(user=request.user, password=form.cleaned_data["password"])
+            account_services.account_delete(
+                user=request.user, password=form.cleaned_data["password"], request=request
+            )
         except ValidationError as exc:
             apply_errors(form, exc)
         else:
