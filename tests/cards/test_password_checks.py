@@ -206,3 +206,17 @@ def test_password_checks_share_the_login_limit(limits, settings, make_user, plac
     assert throttled.status_code == 429 and int(throttled["Retry-After"]) > 0
     assert re.search(r"(available|Try again) in \d+ seconds", throttled.content.decode())
     _nothing_changed(user)
+
+
+def test_the_admin_password_change_shares_the_login_limit(limits, make_user):
+    limits(login="2/minute")
+    staff = make_user("stella", staff=True)
+    client = Client()
+    client.force_login(staff)
+    assert client.get("/admin/password_change/").status_code == 200
+    body = {"old_password": "wrong", "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD}
+    assert [client.post("/admin/password_change/", body).status_code for _ in range(2)] == [200] * 2
+    throttled = client.post("/admin/password_change/", {**body, "old_password": PASSWORD})
+    assert throttled.status_code == 429 and int(throttled["Retry-After"]) > 0
+    staff.refresh_from_db()
+    assert staff.check_password(PASSWORD)
