@@ -15,10 +15,7 @@ urlpatterns = [
     path("password/change/", views.password_change, name="password-change"),
     path(
         "password/reset/",
-        auth_views.PasswordResetView.as_view(
-            subject_template_name="registration/password_reset_subject.txt",
-            email_template_name="registration/password_reset_email.txt",
-        ),
+        views.accounts.PasswordResetView.as_view(),
         name="password_reset",
     ),
     path(

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from .. import selectors, services
+from .. import mail_tasks, selectors, services
 from ..serializers import (
     AccountDeleteSerializer,
     PasswordChangeSerializer,
@@ -141,14 +141,16 @@ class PasswordResetView(PublicView):
         request=PasswordResetSerializer,
         responses={202: None},
         summary="Mail a one-time password reset link",
-        description="Answers 202 whether or not the address belongs to an account.",
+        description=(
+            "Answers 202 whether or not the address belongs to an account, in the same time: "
+            "a worker mails the link after the answer. The link is built from the site's "
+            "configured address (`SITE_URL`), never from the request's Host."
+        ),
     )
     def post(self, request):
         data = PasswordResetSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        account_services.password_reset_request(
-            email=data.validated_data["email"], request=request._request
-        )
+        mail_tasks.enqueue_password_reset_mail(email=data.validated_data["email"])
         return Response(status=status.HTTP_202_ACCEPTED)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from importlib import resources
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import authenticate, get_user_model
@@ -16,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.urls import reverse
+from django.utils.crypto import salted_hmac
 from django.utils.encoding import force_str
 from django.utils.http import urlsafe_base64_decode
 from rest_framework.authtoken.models import Token
@@ -120,11 +122,13 @@ def profile_update(
 @transaction.atomic
 def _profile_save(*, user: Any, email_changes: bool, fields: dict[str, Any]) -> LearnerProfile:
     profile = selectors.learner_profile(user)
-    for name in PROFILE_FIELDS:
-        if name in fields:
-            setattr(profile, name, fields[name])
+    changed = [name for name in PROFILE_FIELDS if name in fields]
+    for name in changed:
+        setattr(profile, name, fields[name])
     profile.full_clean()
-    profile.save()
+    if changed:
+        # Only these columns: a confirmation that lands meanwhile is not written over.
+        profile.save(update_fields=changed)
     if email_changes:
         user.email = fields["email"]
         user.save(update_fields=["email"])
@@ -267,28 +271,53 @@ def password_reset_confirm(*, uid: str, token: str, new_password: str) -> None:
     logger.info("Password reset for user %s", user.pk)
 
 
-def password_reset_request(*, email: str, request: Any) -> None:
+def password_reset_mail_send(*, email: str) -> int:
     """Mail a one-time reset link to every active account with this address.
 
-    Nothing tells the caller whether the address is known.
+    Runs in a worker (``cards.mail_tasks``), never in the request that asked for it,
+    so a known and an unknown address take the same time there. The link is built
+    from ``SITE_URL``, never from a request's Host. Returns the number of mails sent.
     """
     from django.contrib.auth.forms import PasswordResetForm
 
     form = PasswordResetForm(data={"email": email})
-    if form.is_valid():
-        form.save(
-            request=request,
-            use_https=request.is_secure(),
-            subject_template_name="registration/password_reset_subject.txt",
-            email_template_name="registration/password_reset_email.txt",
-        )
+    if not form.is_valid():
+        return 0
+    site = urlsplit(settings.SITE_URL)
+    users = list(form.get_users(form.cleaned_data["email"]))
+    form.save(
+        domain_override=site.netloc,
+        use_https=site.scheme == "https",
+        subject_template_name="registration/password_reset_subject.txt",
+        email_template_name="registration/password_reset_email.txt",
+        extra_email_context={"site_url": settings.SITE_URL},
+    )
+    return len(users)
 
 
 # --- E-mail confirmation -----------------------------------------------------------
 
 
 def email_confirmation_token(*, user: Any) -> str:
-    return signing.dumps({"u": user.pk, "e": user.email}, salt=EMAIL_CONFIRM_SALT)
+    """A signed link token for ``user.email``, good for one confirmation.
+
+    It carries a digest of the address confirmed when it was made ("c"): confirming
+    changes that address, so the same link (and every other link made before it)
+    confirms nothing afterwards.
+    """
+    confirmed = selectors.learner_profile(user).confirmed_email
+    return signing.dumps(
+        {"u": user.pk, "e": user.email, "c": _confirmed_digest(confirmed)}, salt=EMAIL_CONFIRM_SALT
+    )
+
+
+def _confirmed_digest(confirmed_email: str) -> str:
+    # The token is signed, not encrypted: it names no address but the one it confirms.
+    return salted_hmac(EMAIL_CONFIRM_SALT, confirmed_email).hexdigest()[:16]
+
+
+class EmailLinkUsed(ValidationError):
+    """The confirmation link was used already (or a newer one confirmed an address since)."""
 
 
 def email_confirmation_send(*, user: Any) -> None:
@@ -331,7 +360,11 @@ def email_confirmation_request(*, user: Any) -> str:
 
 @transaction.atomic
 def email_confirm(*, token: str) -> Any:
-    """Confirm the address a link was sent to, if it is still the learner's address."""
+    """Confirm the address a link was sent to, if it is still the learner's address.
+
+    A link works once: ``EmailLinkUsed`` when it was used already, or when another
+    link confirmed an address after this one was sent.
+    """
     try:
         data = signing.loads(token, salt=EMAIL_CONFIRM_SALT, max_age=EMAIL_CONFIRM_MAX_AGE)
     except signing.BadSignature as exc:
@@ -339,5 +372,14 @@ def email_confirm(*, token: str) -> Any:
     user = get_user_model().objects.filter(pk=data.get("u"), is_active=True).first()
     if user is None or not user.email or user.email != data.get("e"):
         raise ValidationError("This link is for an address that is no longer on the account.")
+    # Locked: two uses of one link at once confirm once.
+    profile = LearnerProfile.objects.select_for_update().get(user=user)
+    if data.get("c", _confirmed_digest("")) != _confirmed_digest(profile.confirmed_email):
+        if profile.confirmed_email == user.email:
+            raise EmailLinkUsed(f"This link was already used: {user.email} is confirmed.")
+        raise EmailLinkUsed(
+            "This link was already used, or a newer link confirmed an address since; "
+            "ask for a new one."
+        )
     LearnerProfile.objects.filter(user=user).update(confirmed_email=user.email)
     return user

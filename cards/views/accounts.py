@@ -7,11 +7,11 @@ from django.contrib.auth import login, update_session_auth_hash
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from .. import services
+from .. import mail_tasks, services
 from ..forms import PasswordChangeForm, SignUpForm
 from ..services import accounts as account_services
 from .common import apply_errors, signed_in
@@ -72,6 +72,14 @@ def password_change(request: HttpRequest) -> HttpResponse:
         {"form": form},
         status=400 if form.errors else 200,
     )
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's reset form; a worker mails the link (built from ``SITE_URL``) after the answer."""
+
+    def form_valid(self, form):
+        mail_tasks.enqueue_password_reset_mail(email=form.cleaned_data["email"])
+        return HttpResponseRedirect(self.get_success_url())
 
 
 class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):

@@ -72,8 +72,12 @@ def email_confirm(request: HttpRequest, token: str) -> HttpResponse:
     try:
         user = account_services.email_confirm(token=token)
     except ValidationError as exc:
+        used = isinstance(exc, account_services.EmailLinkUsed)
         return render(
-            request, "registration/email_confirm.html", {"error": exc.messages[0]}, status=400
+            request,
+            "registration/email_confirm.html",
+            {"error": exc.messages[0], "used": used},
+            status=400,
         )
     return render(request, "registration/email_confirm.html", {"confirmed": user.email})
 

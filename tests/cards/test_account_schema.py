@@ -24,9 +24,10 @@ def test_delete_me_declares_its_password_body(client, api):
     assert component["required"] == ["password"]
     # The statuses it answers: the wrong or missing password, and a locked username.
     assert {"204", "400", "429"} <= set(delete["responses"])
-    assert "password" in delete["responses"]["400"]["content"]["application/json"]["schema"][
-        "properties"
-    ]
+    assert (
+        "password"
+        in delete["responses"]["400"]["content"]["application/json"]["schema"]["properties"]
+    )
     # And the answer matches: the schema's body is what the endpoint needs.
     assert api.delete("/api/v1/me/", {}, format="json").status_code == 400
 
