@@ -366,19 +366,16 @@ EMAIL_BACKEND = os.environ.get(
 )
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "study@localhost")
 EMAIL_FILE_PATH = os.environ.get("DJANGO_EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
-# The SMTP server (DJANGO_EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend).
-EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")  # the SMTP server, README's table
 EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
-EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)  # STARTTLS, usually port 587
-EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)  # implicit TLS, usually port 465
+EMAIL_USE_TLS, EMAIL_USE_SSL = env_bool("EMAIL_USE_TLS", False), env_bool("EMAIL_USE_SSL", False)
 if EMAIL_USE_TLS and EMAIL_USE_SSL:
     raise RuntimeError("EMAIL_USE_TLS and EMAIL_USE_SSL: set one of them, not both")
 # A hung SMTP send must end well before a reminder claim can be taken over.
 EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT") or os.environ.get("DJANGO_EMAIL_TIMEOUT", "30"))
-# Mail that a request asks for (the password reset) is sent by a worker, after the answer.
-CELERY_IMPORTS = ["cards.mail_tasks"]
+CELERY_IMPORTS = ["cards.mail_tasks"]  # mail a request asks for, sent after the answer
 
 # --- Logging -----------------------------------------------------------------
 LOGGING = {
