@@ -322,7 +322,7 @@ class _AttentionFamily(ExerciseKind):
         reason = weights_degenerate(np.asarray(generated.solution["weights"]), mask)
         if reason is None and "output" in generated.solution:
             reason = output_degenerate(generated.solution["output"], generated.atol)
-        return reason
+        return reason or predictions.question_problem(generated)
 
 
 @register
@@ -372,9 +372,18 @@ class AttentionKind(_AttentionFamily):
         return [*super().params_rules(), padding_needs_three]
 
     def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
-        return _predict_first(self._generate(params, rng), params["predict"], rng)
+        generated, row = self._generate(params, rng)
+        if row is not None:
+            question = predictions.uniform_question(
+                generated.solution["weights"], generated.inputs["mask"], row
+            )
+            return predictions.with_prediction(generated, question)
+        return _predict_first(generated, params["predict"], rng)
 
-    def _generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
+    def _generate(
+        self, params: dict[str, Any], rng: np.random.Generator
+    ) -> tuple[Generated, int | None]:
+        """The variant, and the row a "uniform" prediction asks about (else None)."""
         n, d_k, d_v, hi = params["n"], params["d_k"], params["d_v"], params["max_abs"]
         ints = rng.integers(-hi, hi + 1, size=n * (2 * d_k + d_v))
         Qi = ints[: n * d_k].reshape(n, d_k)
@@ -387,8 +396,11 @@ class AttentionKind(_AttentionFamily):
             mask = trailing_padding(n, n, int(rng.integers(1, n - 1)))
         else:
             mask = np.zeros((n, n), dtype=bool)
-        if params["predict"] == "uniform" and rng.random() < 0.5:
-            Ki[:] = Ki[0]  # identical keys: every query spreads its weight evenly
+        row = None
+        if params["predict"] == "uniform":
+            row = predictions.uniform_row(mask, rng)
+            if rng.random() < 0.5:
+                _equal_scores(Qi, Ki, row)  # that row alone spreads its weight evenly
         scale = params["scale"]
         trace = engine.scaled_dot_product_attention(
             Qi.astype(float),
@@ -413,7 +425,7 @@ class AttentionKind(_AttentionFamily):
             scale,
             asks,
         )
-        return self.variant(
+        generated = self.variant(
             prompt=prompt,
             inputs={
                 "Q": Qi.tolist(),
@@ -433,6 +445,7 @@ class AttentionKind(_AttentionFamily):
                 "output": as_json(trace.output),
             },
         )
+        return generated, row
 
 
 @register
@@ -689,7 +702,7 @@ class CausalKind(_MaskedWeightsKind):
         "predict": ParamSpec(
             "choice",
             "none",
-            "Ask a prediction first: 'token_0' (what does token 0 attend to?) or 'top_key' "
+            "Ask a prediction first: 'token_0' (what does the first token attend to?) or 'top_key' "
             "(which key gets the most weight in a row).",
             choices=("none", "token_0", "top_key"),
         ),
@@ -917,10 +930,21 @@ def _predict_first(generated: Generated, how: str, rng: np.random.Generator) -> 
     weights, mask = generated.solution["weights"], generated.inputs["mask"]
     if how == "token_0":
         question = predictions.first_token_question(weights)
-    elif how == "uniform":
-        question = predictions.uniform_question(weights, mask, rng)
     else:
-        question = predictions.top_key_question(
-            weights, mask, rng, skip_first=bool(np.asarray(mask)[0, 1:].all())
-        )
+        question = predictions.top_key_question(weights, mask, rng)
     return predictions.with_prediction(generated, question)
+
+
+def _equal_scores(Q: np.ndarray, K: np.ndarray, row: int) -> None:
+    """Make every score of query ``row`` equal, in place: the query reads one column in
+    which every key agrees (or, one column wide, the query is 0).
+
+    # (n, d_k), (n, d_k), row -> None
+    """
+    if Q.shape[1] == 1:
+        Q[row] = 0
+        return
+    Q[row, 1:] = 0
+    if Q[row, 0] == 0:
+        Q[row, 0] = 1
+    K[:, 0] = K[0, 0]
