@@ -1,3 +1,4 @@
+# One module on purpose: the classifier, its draws and its marking are one lesson's test.
 """Does the model rely on the token? The lesson's heat-map test as an exercise.
 
 A small seeded classifier: one attention head from ``exercises.engine`` read out at a

@@ -356,7 +356,8 @@ class AttentionKind(_AttentionFamily):
             "choice",
             "none",
             "Ask a prediction first: 'top_key' (which key gets the most weight in a row), "
-            "'uniform' (is a row uniform? half the variants have identical keys).",
+            "'uniform' (is a row that reads two keys or more uniform? in half the variants "
+            "its scores are equal).",
             choices=("none", "top_key", "uniform"),
         ),
     }
@@ -397,18 +398,8 @@ class AttentionKind(_AttentionFamily):
         Qi = ints[: n * d_k].reshape(n, d_k)
         Ki = ints[n * d_k : 2 * n * d_k].reshape(n, d_k)
         Vi = ints[2 * n * d_k :].reshape(n, d_v)
-        if params["mask"] == "causal":
-            mask = causal(n)
-        elif params["mask"] == "padding":
-            # At least two real tokens, so the weights depend on the scores.
-            mask = trailing_padding(n, n, int(rng.integers(1, n - 1)))
-        else:
-            mask = np.zeros((n, n), dtype=bool)
-        row = None
-        if params["predict"] == "uniform":
-            row = predictions.uniform_row(mask, rng)
-            if rng.random() < 0.5:
-                _equal_scores(Qi, Ki, row)  # that row alone spreads its weight evenly
+        mask = _drawn_mask(params["mask"], n, rng)
+        row = _uniform_row(params["predict"], mask, Qi, Ki, rng)
         scale = params["scale"]
         trace = engine.scaled_dot_product_attention(
             Qi.astype(float),
@@ -964,6 +955,29 @@ def _predict_first(generated: Generated, how: str, rng: np.random.Generator) -> 
     else:
         question = predictions.top_key_question(weights, mask, rng)
     return predictions.with_prediction(generated, question)
+
+
+def _drawn_mask(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """# kind, n -> (n, n) bool: the mask an ``attention`` variant asks for."""
+    if kind == "causal":
+        return causal(n)
+    if kind == "padding":
+        # At least two real tokens, so the weights depend on the scores.
+        return trailing_padding(n, n, int(rng.integers(1, n - 1)))
+    return np.zeros((n, n), dtype=bool)
+
+
+def _uniform_row(
+    predict: str, mask: np.ndarray, Q: np.ndarray, K: np.ndarray, rng: np.random.Generator
+) -> int | None:
+    """For ``predict: uniform``, the row asked about; in half the variants its scores are
+    made equal, so that row alone spreads its weight evenly. None for other predictions."""
+    if predict != "uniform":
+        return None
+    row = predictions.uniform_row(mask, rng)
+    if rng.random() < 0.5:
+        _equal_scores(Q, K, row)
+    return row
 
 
 def _equal_scores(Q: np.ndarray, K: np.ndarray, row: int) -> None:
