@@ -172,6 +172,20 @@ MISTAKES: dict[str, Mistake] = {
             {"ablation": "query_mask"},
         ),
         Mistake(
+            "low_weight_as_decoration",
+            "This dismisses the token because another token has more weight in some input: "
+            "a lower weight is no evidence that the model ignores the token. Judge by the "
+            "change in the output when the token is removed, not by its weight.",
+            {"ablation": "low_weight_as_decoration"},
+        ),
+        Mistake(
+            "mixed_as_decoration",
+            "This calls large changes in opposite directions decoration: removing the token "
+            "moves the prediction a lot, so the model does use it, though not as one "
+            "consistent reason. Decoration means every change is small.",
+            {"ablation": "mixed_as_decoration"},
+        ),
+        Mistake(
             "share_qk_only",
             "This counts only Q K^T in the n\N{MULTIPLICATION SIGN}n part: A V costs another n² d multiply-adds.",
             {"cost": "qk_only"},

@@ -7,6 +7,14 @@ and the numeric parts open after it. The expected choice is read off the exercis
 own numbers (``what_the_numbers_say``), so a prediction is marked by the same engine
 that marks the numbers.
 
+Each question is fair in one of two ways: every choice is the right one in a fair
+share of the variants offered (which key gets the most weight, is a row uniform), or it
+is a concept check, said to be one, whose distractors are false on every variant (what
+the first token reads under a causal mask, what removing the scale does).
+
+Rows, keys and tokens are counted from 1 in every question and choice, as the tables
+beside them label their rows; the functions take 0-based indices.
+
 Mask convention as everywhere: ``mask[i, j]`` True means query i may not read key j.
 """
 
@@ -25,11 +33,14 @@ PREDICTION_PART = "prediction"
 # Weights closer than this count as equal: integer inputs give exact ties, and a
 # learner predicting from the scores cannot tell 0.5001 from 0.4999 anyway.
 TIE_TOL = 1e-9
+# A row asked "which key gets the most weight?" has one top key ahead of the next by at
+# least this: visible at three decimals, so the choices hold no tie.
+TOP_MARGIN = 0.05
 
 TIE = "a tie between keys"
 ONLY_ITSELF = "only itself"
 EVERY_TOKEN = "every token equally"
-LARGEST_SCORE = "the key with the largest score"
+ITSELF_AND_LATER = "itself and the tokens after it"
 SHARPER = "sharper"
 FLATTER = "flatter"
 UNCHANGED = "unchanged"
@@ -55,7 +66,14 @@ def numeric_asks(asks: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def key_labels(n: int) -> list[str]:
-    return [f"key {j}" for j in range(n)]
+    """Keys as the tables label their columns: "key 1" to "key n"."""
+    return [f"key {j + 1}" for j in range(n)]
+
+
+def open_rows(mask: Any, least: int = 2) -> list[int]:
+    """The rows (0-based) whose query may read at least ``least`` keys."""
+    open_counts = (~np.asarray(mask, dtype=bool)).sum(axis=1)
+    return [int(i) for i in np.flatnonzero(open_counts >= least)]
 
 
 # --- What the numbers say ---------------------------------------------------------------
@@ -75,13 +93,13 @@ def is_uniform(weights_row: Sequence[float], open_keys: Sequence[bool]) -> str:
 
 
 def first_token_reads(weights: Sequence[Sequence[float]] | np.ndarray) -> str:
-    """What token 0 attends to: under the causal mask it can read only itself."""
+    """What the first token (row 0) attends to: under the causal mask, only itself."""
     row = np.asarray(weights, dtype=float)[0]
     if row[0] >= 1 - TIE_TOL:
         return ONLY_ITSELF
     if np.ptp(row) <= TIE_TOL:
         return EVERY_TOKEN
-    return LARGEST_SCORE
+    return ITSELF_AND_LATER
 
 
 def scale_effect(scores: Sequence[float], d_k: int) -> str:
@@ -131,40 +149,65 @@ def with_prediction(generated: Generated, question: Question) -> Generated:
     )
 
 
-def top_key_question(weights, mask, rng: np.random.Generator, *, skip_first: bool) -> Question:
-    """Which key gets the most weight in a row drawn by ``rng`` (row 0 skipped under a causal mask)."""
+def top_key_rows(weights: Any, mask: Any) -> list[int]:
+    """Rows (0-based) fit for "which key gets the most weight?": two or more keys open
+    and one of them ahead of every other by ``TOP_MARGIN``."""
     w = np.asarray(weights, dtype=float)
-    n_q, n_k = w.shape
-    rows = list(range(1 if skip_first and n_q > 1 else 0, n_q))
+    rows = []
+    for i in open_rows(mask):
+        row = np.sort(w[i][~np.asarray(mask, dtype=bool)[i]])
+        if row[-1] - row[-2] >= TOP_MARGIN:
+            rows.append(i)
+    return rows
+
+
+def top_key_question(weights, mask, rng: np.random.Generator) -> Question:
+    """Which key gets the most weight in a row drawn by ``rng``; the choices are the keys
+    that row may read. Rows that read one key only, or have no clear top, are not asked;
+    with no such row the question is a tie, which ``question_problem`` refuses."""
+    w = np.asarray(weights, dtype=float)
+    blocked = np.asarray(mask, dtype=bool)
+    rows = top_key_rows(w, blocked) or open_rows(blocked) or [0]
     i = int(rng.choice(rows))
-    labels = key_labels(n_k)
+    labels = key_labels(w.shape[1])
+    readable = [labels[j] for j in np.flatnonzero(~blocked[i])]
+    answer = top_key(w[i], labels)
     return Question(
         text=(
-            f"Before you compute anything: which key gets the most weight in row {i} (query {i})?"
+            "Before you compute anything: which key gets the most weight in row "
+            f"{i + 1} (query {i + 1})?"
         ),
-        choices=(*labels, TIE),
-        answer=top_key(w[i], labels),
+        choices=tuple(readable) if answer in readable else (*readable, TIE),
+        answer=answer,
     )
 
 
-def uniform_question(weights, mask, rng: np.random.Generator) -> Question:
+def uniform_row(mask: Any, rng: np.random.Generator) -> int:
+    """A row (0-based) to ask "is it uniform?" about: one that may read two or more keys
+    (a row reading one key is trivially uniform)."""
+    rows = open_rows(mask) or [0]
+    return int(rng.choice(rows))
+
+
+def uniform_question(weights, mask, row: int) -> Question:
     w = np.asarray(weights, dtype=float)
-    i = int(rng.integers(0, w.shape[0]))
-    open_keys = ~np.asarray(mask, dtype=bool)[i]
+    open_keys = ~np.asarray(mask, dtype=bool)[row]
     return Question(
         text=(
-            f"Before you compute anything: are the weights of row {i} uniform, spread evenly "
-            "over the keys that query may read?"
+            f"Before you compute anything: are the weights of row {row + 1} uniform, spread "
+            "evenly over the keys that query may read?"
         ),
         choices=(UNIFORM, NOT_UNIFORM),
-        answer=is_uniform(w[i], open_keys),
+        answer=is_uniform(w[row], open_keys),
     )
 
 
 def first_token_question(weights) -> Question:
     return Question(
-        text="With the causal mask on, what does token 0 attend to?",
-        choices=(ONLY_ITSELF, EVERY_TOKEN, LARGEST_SCORE),
+        text=(
+            "Concept check: with the causal mask on, what does the first token (token 1) attend to?"
+        ),
+        choices=(ONLY_ITSELF, EVERY_TOKEN, ITSELF_AND_LATER),
         answer=first_token_reads(weights),
     )
 
@@ -172,12 +215,27 @@ def first_token_question(weights) -> Question:
 def scale_question(scores, d_k: int) -> Question:
     return Question(
         text=(
-            r"Before you compute anything: does removing the $1/\sqrt{d_k}$ scale make "
-            "this row's softmax sharper or flatter?"
+            r"Concept check: does removing the $1/\sqrt{d_k}$ scale make this row's softmax "
+            "sharper, flatter, or leave it unchanged?"
         ),
         choices=(SHARPER, FLATTER, UNCHANGED),
         answer=scale_effect(scores, d_k),
     )
+
+
+def question_problem(generated: Generated) -> str | None:
+    """Why the prediction asked first is unfit to ask, or None (also with no prediction).
+
+    A "which key" question must have one clear top key among two or more choices.
+    """
+    ask = first_prediction(generated.asks)
+    if ask is None:
+        return None
+    if generated.solution.get(PREDICTION_PART) == TIE:
+        return "the predicted row has no single top key"
+    if len(ask["choices"]) < 2:
+        return "the prediction has a single choice"
+    return None
 
 
 def prediction_summary(

@@ -2,7 +2,9 @@
 
 Pick a preset, predict (``prediction``: a question, its choices and the rule that reads
 the answer off the preset's weights), then see the weights with the prediction marked.
-Pure data and pure functions: the service computes the weights with the engine.
+Pure data and pure functions: the service computes the weights with the engine. Rows
+are counted from 1 in the questions, as the playground's tables label them; ``row`` in
+a preset's ``prediction`` is the 0-based index the rule reads.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "scale": True,
         "causal": False,
         "prediction": {
-            "question": "Which key gets the most weight in row 0 (bag)?",
+            "question": "Which key gets the most weight in row 1 (bag)?",
             "rule": "top_key",
             "row": 0,
         },
@@ -51,21 +53,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         "scale": True,
         "causal": False,
         "prediction": {
-            "question": "Which key gets the most weight in row 2 (C)?",
+            "question": "Which key gets the most weight in row 3 (C)?",
             "rule": "top_key",
             "row": 2,
         },
     },
     "large": {
         "title": "Large scores (\N{MULTIPLICATION SIGN}8)",
-        "note": "The bag example's unscaled scores times 8: row 0 becomes (8, 8, 0) and its softmax (0.5, 0.5, 0.0002).",
+        "note": "The bag example's unscaled scores times 8: row 1 becomes (8, 8, 0) and its softmax (0.5, 0.5, 0.0002).",
         "mode": "qkv",
         "tokens": ["bag", "delayed", "refund"],
         "matrices": {"Q": [[8 * x for x in row] for row in _BAG_WQ], "K": _BAG_WK, "V": _BAG_WV},
         "scale": False,
         "causal": False,
         "prediction": {
-            "question": "Row 0's unscaled scores are (8, 8, 0). How much weight does refund get?",
+            "question": "Row 1's unscaled scores are (8, 8, 0). How much weight does refund get?",
             "rule": "share",
             "row": 0,
             "key": 2,
@@ -80,7 +82,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "scale": True,
         "causal": False,
         "prediction": {
-            "question": "Every key is the same. Are the weights of row 0 uniform?",
+            "question": "Every key is the same. Are the weights of row 1 uniform?",
             "rule": "uniform",
             "row": 0,
         },
@@ -94,7 +96,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "scale": True,
         "causal": True,
         "prediction": {
-            "question": "With the causal mask on, what does token 0 (bag) attend to?",
+            "question": "With the causal mask on, what does the first token (bag) attend to?",
             "rule": "first_token",
             "row": 0,
         },
@@ -120,7 +122,7 @@ def prediction_choices(name: str) -> tuple[str, ...]:
     if rule == "uniform":
         return (predictions.UNIFORM, predictions.NOT_UNIFORM)
     if rule == "first_token":
-        return (predictions.ONLY_ITSELF, predictions.EVERY_TOKEN, predictions.LARGEST_SCORE)
+        return (predictions.ONLY_ITSELF, predictions.EVERY_TOKEN, predictions.ITSELF_AND_LATER)
     return SHARE_CHOICES
 
 

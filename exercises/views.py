@@ -166,7 +166,7 @@ def _weights_map(
                 # One row per input: the [CLS] query's weights over that input's tokens.
                 weights_map.update(
                     row_labels=[f"input {m + 1}" for m in range(len(weights))],
-                    col_labels=[f"token {j}" for j in range(len(weights[0]))],
+                    col_labels=[f"token {j + 1}" for j in range(len(weights[0]))],
                     row_axis="input",
                     explain="Rows are inputs (the [CLS] query's weights in each), columns are "
                     "tokens as keys",

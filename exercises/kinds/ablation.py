@@ -1,3 +1,4 @@
+# One module on purpose: the classifier, its draws and its marking are one lesson's test.
 """Does the model rely on the token? The lesson's heat-map test as an exercise.
 
 A small seeded classifier: one attention head from ``exercises.engine`` read out at a
@@ -6,11 +7,17 @@ output. One token is highlighted. The learner computes, on a handful of inputs, 
 probability with the token and without it (masked as a *key*: its column becomes minus
 infinity in the [CLS] row and the other weights renormalise), the change per input,
 and the verdict by the lesson's rule: a large and consistent change is evidence of
-reliance (not of causation); otherwise the weight is decoration.
+reliance (not of causation). A careful analyst tells three outcomes apart: the model
+relies on the token consistently (large changes, one direction), relies on it but not as
+one consistent reason (large changes in mixed directions), or barely uses it (small
+changes everywhere: its weight is decoration).
 
-Variants are drawn so that both verdicts occur, including a highlighted token with the
-highest weight in every input whose removal changes little (the others carry the same
-information).
+Variants are drawn so that all three verdicts occur; the decoration ones give the
+highlighted token the highest weight in every input, by a visible margin, while removing
+it changes little (the others carry the same information).
+
+Tokens and inputs are counted from 1 in every word a learner reads, as the tables label
+their rows; ``inputs["highlighted"]`` stays an index into the rows of ``K_m``.
 """
 
 from __future__ import annotations
@@ -34,15 +41,19 @@ from exercises.kinds.base import (
 )
 
 D = 2  # width of queries, keys and values: small enough to do by hand
-# The lesson's rule, stated in the prompt: reliance when every input changes by at
-# least THRESHOLD, all in the same direction; otherwise decoration.
+# The lesson's rule is "large and consistent"; what counts as large is this service's
+# choice, stated as such in the prompt: a |change| of at least THRESHOLD.
 THRESHOLD = 0.05
 # Drawn variants keep every change clearly on one side of the threshold, so hand
 # rounding never flips the verdict.
 SMALL, LARGE = 0.02, 0.08
 # At least one change this large, well outside the tolerance around 0.
 VISIBLE = 0.012
-RELIANCE, DECORATION = "reliance", "decoration"
+# Where the highlighted token is sold as the highest weight, it leads every other token
+# by at least this much in every input: visible at three decimals, never a tie.
+MARGIN = 0.05
+RELIANCE, MIXED, DECORATION = "reliance", "mixed", "decoration"
+VERDICTS = (RELIANCE, MIXED, DECORATION)
 READOUTS = ((1, 0), (0, 1), (1, 1), (1, -1))
 MAX_TRIES = 400
 
@@ -53,28 +64,64 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 
 
 def cls_readout(
-    q: np.ndarray, K: np.ndarray, V: np.ndarray, w: np.ndarray, b: float, blocked: int | None
+    q: np.ndarray,
+    K: np.ndarray,
+    V: np.ndarray,
+    w: np.ndarray,
+    b: float,
+    blocked: int | None,
+    *,
+    scale: bool = True,
+    renormalise: bool = True,
 ) -> tuple[np.ndarray, float]:
     """The [CLS] row's weights and the probability, with key ``blocked`` masked (or none).
 
     # (d,), (n, d), (n, d), (d,), scalar -> weights (n,), p scalar
+    ``scale`` False leaves out 1/sqrt(d_k); ``renormalise`` False zeroes the blocked weight
+    after the softmax and keeps the others as they were (both are mistakes a learner makes).
     """
+    if blocked is not None and not renormalise:
+        weights, _ = cls_readout(q, K, V, w, b, None, scale=scale)
+        weights = weights.copy()
+        weights[blocked] = 0.0
+        return weights, float(sigmoid(w @ (weights @ V) + b))
     mask = None
     if blocked is not None:
         mask = np.zeros((1, K.shape[0]), dtype=bool)
         mask[0, blocked] = True
     trace = engine.scaled_dot_product_attention(
-        q[None, :], K, V, mask=mask, return_intermediates=True
+        q[None, :], K, V, mask=mask, scale=scale, return_intermediates=True
     )
     weights = trace.weights[0]
     return weights, float(sigmoid(w @ trace.output[0] + b))
 
 
 def verdict(change: np.ndarray) -> str:
-    """The lesson's rule: large and consistent (same sign everywhere) is reliance."""
+    """The lesson's rule with the outcomes a careful analyst tells apart.
+
+    Large (|change| >= THRESHOLD) in every input and one sign: reliance. Small in every
+    input: decoration. Large somewhere but not large in one direction everywhere: mixed,
+    the model uses the token but not as one consistent reason.
+    """
+    change = np.asarray(change, dtype=float)
     large = np.abs(change) >= THRESHOLD
-    consistent = bool((change > 0).all() or (change < 0).all())
-    return RELIANCE if large.all() and consistent else DECORATION
+    if not large.any():
+        return DECORATION
+    if large.all() and bool((change > 0).all() or (change < 0).all()):
+        return RELIANCE
+    return MIXED
+
+
+def top_margin(weights: np.ndarray, h: int) -> np.ndarray:
+    """# (m, n), h -> (m,): the highlighted weight minus the largest other weight, per input."""
+    w = np.asarray(weights, dtype=float)
+    margin: np.ndarray = w[:, h] - np.delete(w, h, axis=1).max(axis=1)
+    return margin
+
+
+def _top_everywhere(weights: np.ndarray, h: int) -> bool:
+    """The highlighted token strictly has the highest weight in every input."""
+    return bool((top_margin(weights, h) > 0).all())
 
 
 def _set_readout(v: np.ndarray, w: np.ndarray, target: int) -> None:
@@ -83,36 +130,46 @@ def _set_readout(v: np.ndarray, w: np.ndarray, target: int) -> None:
     v[j] += (target - int(w @ v)) * int(w[j])
 
 
-def evaluate(inputs: dict[str, Any]) -> dict[str, Any]:
-    """Every expected part from the stored inputs."""
+def readouts(
+    inputs: Mapping[str, Any], *, scale: bool = True, renormalise: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """# inputs -> weights (n_inputs, n), p_with (n_inputs,), p_without (n_inputs,)."""
     q, w = np.asarray(inputs["q"], dtype=float), np.asarray(inputs["w"], dtype=float)
     b, h = float(inputs["b"]), int(inputs["highlighted"])
     weights, p_with, p_without = [], [], []
     for m in range(inputs["n_inputs"]):
         K = np.asarray(inputs[f"K_{m + 1}"], dtype=float)
         V = np.asarray(inputs[f"V_{m + 1}"], dtype=float)
-        a, p = cls_readout(q, K, V, w, b, None)
-        _, p_ablated = cls_readout(q, K, V, w, b, h)
+        a, p = cls_readout(q, K, V, w, b, None, scale=scale)
+        _, p_ablated = cls_readout(q, K, V, w, b, h, scale=scale, renormalise=renormalise)
         weights.append(a)
         p_with.append(p)
         p_without.append(p_ablated)
-    p_with_a, p_without_a = np.array(p_with), np.array(p_without)
-    change = p_without_a - p_with_a
+    return np.array(weights), np.array(p_with), np.array(p_without)
+
+
+def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Every expected part from the stored inputs."""
+    weights, p_with, p_without = readouts(inputs)
+    change = p_without - p_with
     return {
-        "weights": np.array(weights),
-        "p_with": p_with_a,
-        "p_without": p_without_a,
+        "weights": weights,
+        "p_with": p_with,
+        "p_without": p_without,
         "change": change,
         "verdict": verdict(change),
     }
 
 
-def _draw(rng: np.random.Generator, case: str, n_inputs: int, n: int) -> dict[str, Any]:
-    """One candidate variant for ``case``: reliance, high_weight or inconsistent.
+def _draw(
+    rng: np.random.Generator, case: str, n_inputs: int, n: int, *, strict: bool = True
+) -> dict[str, Any] | None:
+    """One candidate variant for ``case``: reliance, mixed or decoration.
 
     The model (q, w, b, the [CLS] key and value, the highlighted position) is drawn once;
     each input is then drawn until it fits the case on its own, so the cost grows with
-    the number of inputs rather than exponentially.
+    the number of inputs rather than exponentially. None when an input does not fit
+    (``strict`` False keeps its last try instead).
     """
     q = rng.integers(-2, 3, size=D)
     if not q.any():
@@ -121,10 +178,12 @@ def _draw(rng: np.random.Generator, case: str, n_inputs: int, n: int) -> dict[st
     b = int(rng.integers(-1, 2))
     h = int(rng.integers(0, n - 1))
     k_cls = rng.integers(-2, 3, size=D)
+    if case != RELIANCE and q @ k_cls >= 2 * np.abs(q).sum():
+        k_cls = -k_cls  # [CLS] never ties the highlighted key, which is sold as the highest
     v_cls = rng.integers(-2, 3, size=D)
     sign = 1 if rng.random() < 0.5 else -1
     signs = np.full(n_inputs, sign)
-    if case == "inconsistent":
+    if case == MIXED:
         signs[int(rng.integers(0, n_inputs))] = -sign
     inputs: dict[str, Any] = {"n_inputs": n_inputs, "highlighted": h}
     for m in range(n_inputs):
@@ -132,13 +191,16 @@ def _draw(rng: np.random.Generator, case: str, n_inputs: int, n: int) -> dict[st
             K, V = _draw_input(rng, case, q, w, h, k_cls, v_cls, int(signs[m]), n)
             if _input_fits(case, q, K, V, w, b, h, int(signs[m])):
                 break
+        else:
+            if strict:
+                return None  # this model rarely fits the case: draw another, not more inputs
         inputs[f"K_{m + 1}"] = K.tolist()
         inputs[f"V_{m + 1}"] = V.tolist()
     inputs.update(q=q.tolist(), w=w.tolist(), b=b)
     return inputs
 
 
-INPUT_TRIES = 60
+INPUT_TRIES = 20
 
 
 def _draw_input(
@@ -156,9 +218,14 @@ def _draw_input(
     K = rng.integers(-2, 3, size=(n, D))
     V = rng.integers(-2, 3, size=(n, D))
     K[-1], V[-1] = k_cls, v_cls
-    if case == "high_weight":
-        # The highlighted key points along the query: the largest score in the row.
+    if case != RELIANCE:
+        # The highlighted key points along the query: the largest score in the row, and
+        # no other key may tie it.
         K[h] = 2 * np.sign(q)
+        for j in range(n - 1):
+            if j != h and q @ K[j] >= q @ K[h]:
+                K[j] = -K[j]
+    if case == DECORATION:
         # Every token carries the same read-out as [CLS]: the information is redundant,
         # but for one other token whose slightly different read-out gets a little more
         # weight once the highlighted token is gone: a small change, yet not none.
@@ -168,9 +235,7 @@ def _draw_input(
             shift = int(rng.choice((-2, -1, 1, 2))) if j == odd else 0
             _set_readout(V[j], w, int(w @ v_cls) + shift)
     else:
-        if case == "inconsistent":
-            K[h] = 2 * np.sign(q)  # the highest weight again, with changes of mixed sign
-        elif q @ K[h] < 0:
+        if case == RELIANCE and q @ K[h] < 0:
             K[h] = -K[h]  # a key the query does not avoid: removing it can matter
         for j in range(n - 1):
             if j != h:
@@ -189,14 +254,25 @@ def _input_fits(
     h: int,
     sign: int,
 ) -> bool:
-    """One input on its own: clear of the threshold, in the direction the case wants."""
-    weights, p_with = cls_readout(q, K.astype(float), V.astype(float), w, b, None)
-    _, p_without = cls_readout(q, K.astype(float), V.astype(float), w, b, h)
+    """One input on its own: clear of the threshold, in the direction the case wants.
+
+    A filter run many times per variant, so it works the [CLS] row out directly; the
+    variant's parts come from the engine (``evaluate``), which the whole variant must
+    pass too.
+    """
+    scores = (K @ q) / np.sqrt(D)
+    e = np.exp(scores - scores.max())
+    weights = e / e.sum()
+    kept = np.delete(e, h)
+    p_with = 1.0 / (1.0 + np.exp(-(w @ (weights @ V) + b)))
+    p_without = 1.0 / (1.0 + np.exp(-(w @ ((kept / kept.sum()) @ np.delete(V, h, axis=0)) + b)))
     change = p_without - p_with
-    if case == "high_weight":
-        return abs(change) <= SMALL and int(weights.argmax()) == h and weights[h] >= 0.4
+    margin = weights[h] - np.delete(weights, h).max()
+    if case == DECORATION:
+        return bool(abs(change) <= SMALL and margin >= MARGIN and weights[h] >= 0.4)
     # A token whose read-out is above the others' lowers p when removed, and vice versa.
-    return abs(change) >= LARGE and np.sign(change) == -sign
+    fits = abs(change) >= LARGE and np.sign(change) == -sign
+    return bool(fits) and (case != MIXED or bool(margin >= MARGIN))
 
 
 def _acceptable(case: str, expected: dict[str, Any], h: int) -> bool:
@@ -206,23 +282,27 @@ def _acceptable(case: str, expected: dict[str, Any], h: int) -> bool:
         return False  # too close to the threshold to judge by hand
     if not (change >= VISIBLE).any():
         return False  # masking as a query (no change at all) would pass for right
-    if case == "reliance":
-        # Somewhere the token is not the top weight: "high weight = reliance" is caught.
-        return expected["verdict"] == RELIANCE and not bool(
-            (expected["weights"].argmax(axis=1) == h).all()
-        )
-    if case == "high_weight":
-        weights = expected["weights"]
-        return (
-            expected["verdict"] == DECORATION
-            and bool((weights.argmax(axis=1) == h).all())
-            and bool((weights[:, h] >= 0.4).all())
-        )
-    return (
-        expected["verdict"] == DECORATION
-        and bool((change >= LARGE).any())
-        and bool((expected["weights"].argmax(axis=1) == h).all())
-    )
+    if expected["verdict"] != case:
+        return False
+    margin = top_margin(expected["weights"], h)
+    if case == RELIANCE:
+        # Somewhere another token visibly has more weight: "high weight = reliance" is caught.
+        return bool((margin <= -MARGIN).any())
+    # Sold as the highest weight: strictly highest, by a visible margin, in every input.
+    if not (margin >= MARGIN).all():
+        return False
+    if case == MIXED:
+        return bool((change >= LARGE).all())
+    return bool((expected["weights"][:, h] >= 0.4).all())
+
+
+# The ways of getting the verdict wrong that a diagnosis can name (recipe "ablation").
+VERDICT_RECIPES = (
+    "weight_as_reliance",
+    "low_weight_as_decoration",
+    "mixed_as_decoration",
+    "query_mask",
+)
 
 
 @register
@@ -232,7 +312,8 @@ class AblationKind(ExerciseKind):
     description = (
         "The lesson's heat-map test: mask a highlighted token as a key in a small "
         "classifier, measure the change in the output probability over a few inputs and "
-        "decide whether the model relies on the token or its weight is decoration."
+        "decide whether the model relies on the token consistently, relies on it in mixed "
+        "directions, or barely uses it (its weight is decoration)."
     )
     params: ClassVar[dict[str, ParamSpec]] = {
         "n_inputs": ParamSpec("int", 3, "How many inputs the change is measured on.", 2, 5),
@@ -240,32 +321,39 @@ class AblationKind(ExerciseKind):
         "case": ParamSpec(
             "choice",
             "random",
-            "Which verdict the variant leads to: drawn at random (both occur), or fixed.",
-            choices=("random", RELIANCE, DECORATION),
+            "Which verdict the variant leads to: drawn at random (all three occur), or fixed.",
+            choices=("random", *VERDICTS),
         ),
     }
-    mistakes = ("high_weight_as_reliance", "ablation_masked_query")
+    mistakes = (
+        "no_scale",
+        "mask_after_softmax",
+        "ablation_masked_query",
+        "high_weight_as_reliance",
+        "low_weight_as_decoration",
+        "mixed_as_decoration",
+    )
     max_attempts = 4
 
     def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n_inputs, n = params["n_inputs"], params["n"]
         case = params["case"]
         if case == "random":
-            case = RELIANCE if rng.random() < 0.5 else DECORATION
-        if case == DECORATION:
-            # Mostly the lesson's trap: the highest weight whose removal changes little.
-            case = "high_weight" if rng.random() < 0.6 else "inconsistent"
+            case = VERDICTS[int(rng.integers(0, len(VERDICTS)))]
         inputs = expected = None
         for _ in range(MAX_TRIES):
             candidate = _draw(rng, case, n_inputs, n)
+            if candidate is None:
+                continue
             found = evaluate(candidate)
             if _acceptable(case, found, candidate["highlighted"]):
                 inputs, expected = candidate, found
                 break
         if (
             inputs is None or expected is None
-        ):  # never seen in practice; a valid variant all the same
-            inputs = _draw(rng, "high_weight", n_inputs, n)
+        ):  # never seen in practice; the variant check refuses it and the next draw is tried
+            inputs = _draw(rng, case, n_inputs, n, strict=False)
+            assert inputs is not None  # not strict: every input keeps its last try
             expected = evaluate(inputs)
         return self.variant(
             prompt=self._prompt(inputs),
@@ -278,8 +366,11 @@ class AblationKind(ExerciseKind):
                 {
                     "name": "verdict",
                     "shape": [],
-                    "choices": [RELIANCE, DECORATION],
-                    "question": "Does the model rely on the highlighted token?",
+                    "choices": list(VERDICTS),
+                    "question": (
+                        "Does the model rely on the highlighted token: consistently "
+                        "(reliance), in mixed directions (mixed), or barely (decoration)?"
+                    ),
                 },
             ],
             solution={
@@ -293,7 +384,7 @@ class AblationKind(ExerciseKind):
 
     @staticmethod
     def _prompt(inputs: dict[str, Any]) -> str:
-        m, h = inputs["n_inputs"], inputs["highlighted"]
+        m, token = inputs["n_inputs"], inputs["highlighted"] + 1
         n = len(inputs["K_1"])
         per_input = "; ".join(
             rf"input {i + 1}: $K_{i + 1} = {tex_matrix(inputs[f'K_{i + 1}'])}$, "
@@ -302,22 +393,31 @@ class AblationKind(ExerciseKind):
         )
         return "\n\n".join(
             [
-                rf"A one-head classifier reads out at its final [CLS] token (token {n - 1}): "
+                rf"A one-head classifier reads out at its final [CLS] token (token {n}): "
                 rf"$p = \sigma(w \cdot o + b)$ with $\sigma(z) = 1/(1 + e^{{-z}})$, where "
                 r"$o = \operatorname{softmax}(q K^\top/\sqrt{d_k})\,V$ is the [CLS] row of the "
                 rf"head's output, $q = {tex_vector(inputs['q'])}$ is the [CLS] query, "
                 rf"$w = {tex_vector(inputs['w'])}$, $b = {inputs['b']}$ and $d_k = {D}$. "
-                f"Rows of $K$ and $V$ are tokens 0 to {n - 1}.",
+                f"Rows 1 to {n} of $K$ and $V$ are tokens 1 to {n}.",
                 per_input + ".",
-                f"The heat map highlights **token {h}**. For each input give (1) `weights`: "
-                "the [CLS] row's attention weights, one row per input; (2) `p_with`: the "
-                f"probability; (3) `p_without`: the probability with token {h} masked as a "
-                r"key (its score becomes $-\infty$ in the [CLS] row, the other weights "
-                "renormalise, everything else stays); (4) `change` = `p_without` \N{MINUS SIGN} `p_with`.",
-                f"(5) The verdict, by the lesson's rule: **reliance** when every input's "
-                f"|change| is at least {THRESHOLD} and all changes have the same sign (large "
-                "and consistent: evidence of reliance, not of causation); otherwise "
-                "**decoration**: the weight must not be presented as the reason.",
+                f"The heat map highlights **token {token}**. For each input give (1) `weights`: "
+                f"the [CLS] row's attention weights over tokens 1 to {n}, one row per input; "
+                f"(2) `p_with`: the probability; (3) `p_without`: the probability with token "
+                rf"{token} masked as a key (its score becomes $-\infty$ in the [CLS] row, the "
+                "other weights renormalise, everything else stays); (4) `change` = `p_without` "
+                "\N{MINUS SIGN} `p_with`. A change is small beside the probabilities, so it is "
+                "checked on its own size: within 0.005 + 1% of the true change, not of the "
+                "probabilities it comes from.",
+                "(5) The verdict. The lesson's rule: a heat map is a hypothesis; remove the "
+                "token and see whether the prediction moves, **large and consistent**. What "
+                f"counts as large, |change| of at least {THRESHOLD}, is this exercise's choice, "
+                f"not the lesson's (every change here is below {SMALL} or above {LARGE}). "
+                "**reliance**: every change is large and all have the same sign (evidence of "
+                "reliance, not of causation); **mixed**: some change is large, but not large "
+                "in one direction in every input (the model uses the token, but not as one "
+                "consistent reason, so do not present it as *the* reason); **decoration**: "
+                "every change is small (the model barely uses the token; its weight must not "
+                "be presented as the reason).",
                 ROUNDING_RULE,
             ]
         )
@@ -326,21 +426,29 @@ class AblationKind(ExerciseKind):
         self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
     ) -> dict[str, np.ndarray] | None:
         how = recipe.get("ablation")
-        if set(recipe) - {"ablation"} or how not in (None, "weight_as_reliance", "query_mask"):
+        if recipe == {"scale": "none"}:
+            weights, p_with, p_without = readouts(inputs, scale=False)
+        elif recipe == {"mask": "zero_after"}:
+            weights, p_with, p_without = readouts(inputs, renormalise=False)
+        elif set(recipe) <= {"ablation"} and how in (None, *VERDICT_RECIPES):
+            weights, p_with, p_without = readouts(inputs)
+        else:
             return None
-        expected = evaluate(inputs)
-        out = {name: expected[name] for name in ("weights", "p_with", "p_without")}
         if how == "query_mask":
             # Blocking the token's query row leaves the [CLS] row untouched: no change.
-            out["p_without"] = out["p_with"]
+            p_without = p_with
+        out: dict[str, Any] = {"weights": weights, "p_with": p_with, "p_without": p_without}
         if decimals is not None:
             out = {name: np.round(value, decimals) for name, value in out.items()}
         out["change"] = out["p_without"] - out["p_with"]
         if decimals is not None:
             out["change"] = np.round(out["change"], decimals)
         out["verdict"] = verdict(out["change"])
-        if how == "weight_as_reliance":
-            out["verdict"] = _weight_verdict(out["weights"], int(inputs["highlighted"]))
+        mistaken = _mistaken_verdict(how, out["weights"], out["change"], inputs["highlighted"])
+        if how in VERDICT_RECIPES[:3]:
+            if mistaken is None:
+                return None  # the mistake cannot be made on these numbers
+            out["verdict"] = mistaken
         return out
 
     def follow_on(
@@ -351,9 +459,15 @@ class AblationKind(ExerciseKind):
     ) -> dict[str, Follow]:
         recipe = recipe or {}
         how = recipe.get("ablation")
-        if how == "weight_as_reliance":
-            verdict_of = _weight_verdict(given["weights"], int(inputs["highlighted"]))
-            return {"verdict": Follow(verdict_of, ("weights",), "your weights")}
+        if how in VERDICT_RECIPES[:3]:
+            mistaken = _mistaken_verdict(
+                how, given["weights"], given["change"], inputs["highlighted"]
+            )
+            if mistaken is None:
+                return {}
+            uses = ("change",) if how == "mixed_as_decoration" else ("weights",)
+            words = "your changes" if how == "mixed_as_decoration" else "your weights"
+            return {"verdict": Follow(mistaken, uses, words)}
         if recipe:
             return {}
         w, b = np.asarray(inputs["w"], dtype=float), float(inputs["b"])
@@ -362,19 +476,42 @@ class AblationKind(ExerciseKind):
             V = np.asarray(inputs[f"V_{m + 1}"], dtype=float)
             p_with.append(float(sigmoid(w @ (np.asarray(given["weights"][m]) @ V) + b)))
         change = np.asarray(given["p_without"]) - np.asarray(given["p_with"])
-        return {
+        follows = {
             # Rounding the output row (not asked) to three decimals moves p by at most this.
             "p_with": Follow(np.array(p_with), ("weights",), "your weights", slack=OUTPUT_SLACK),
-            "change": Follow(change, ("p_with", "p_without"), "your probabilities"),
             "verdict": Follow(verdict(change), ("change",), "your changes"),
         }
+        expected = evaluate(inputs)
+        if not all(self._right(given[n], expected[n]) for n in ("p_with", "p_without")):
+            # Only from wrong probabilities does the change follow (half credit). From right
+            # ones it is judged on its own size: probabilities inside their tolerance may
+            # still differ by more than a small change, while rounding them to three
+            # decimals moves their difference by 0.001 at most, well inside it.
+            follows["change"] = Follow(change, ("p_with", "p_without"), "your probabilities")
+        return follows
+
+    def _right(self, given: Any, expected: Any) -> bool:
+        g, e = np.asarray(given, dtype=float), np.asarray(expected, dtype=float)
+        return bool((np.abs(g - e) <= self.atol + self.rtol * np.abs(e)).all())
 
 
 # sigmoid' <= 1/4, |w| entries <= 1 over D = 2 coordinates rounded by 0.0005 each.
 OUTPUT_SLACK = 0.25 * D * 0.0005
 
 
-def _weight_verdict(weights: np.ndarray, h: int) -> str:
-    """The mistaken rule: reliance wherever the token has the highest weight in every input."""
-    top = np.asarray(weights, dtype=float).argmax(axis=1)
-    return RELIANCE if (top == h).all() else DECORATION
+def _mistaken_verdict(how: str | None, weights: Any, change: Any, h: int) -> str | None:
+    """The verdict a learner reaches by the mistaken rule ``how``, or None where that rule
+    says nothing different from the lesson's.
+
+    - weight_as_reliance: the token has the highest weight in every input, so "reliance";
+    - low_weight_as_decoration: another token has more weight somewhere, so "decoration";
+    - mixed_as_decoration: large changes in mixed directions called "decoration", the
+      stricter rule that anything short of reliance is decoration.
+    """
+    if how == "weight_as_reliance":
+        return RELIANCE if _top_everywhere(weights, int(h)) else None
+    if how == "low_weight_as_decoration":
+        return None if _top_everywhere(weights, int(h)) else DECORATION
+    if how == "mixed_as_decoration":
+        return DECORATION if verdict(change) == MIXED else None
+    return None

@@ -256,13 +256,21 @@ STEPS_UNSCALED = r"the scores $S = QK^\top$ (no scaling in this exercise)"
 
 
 def _attention_prompt(
-    lead: str, Q: np.ndarray, K: np.ndarray, V: np.ndarray, mask: np.ndarray, scale: bool, asks: str
+    lead: str,
+    Q: np.ndarray,
+    K: np.ndarray,
+    V: np.ndarray | None,
+    mask: np.ndarray,
+    scale: bool,
+    asks: str,
 ) -> str:
+    """``V`` None: the exercise asks for the weights only, so no values are shown."""
     d_k = Q.shape[1]
     blocked = bool(mask.any())
+    values = "" if V is None else rf", $V = {tex_matrix(V)}$"
     parts = [
         lead,
-        rf"$Q = {tex_matrix(Q)}$, $K = {tex_matrix(K)}$, $V = {tex_matrix(V)}$, with $d_k = {d_k}$.",
+        rf"$Q = {tex_matrix(Q)}$, $K = {tex_matrix(K)}${values}, with $d_k = {d_k}$.",
     ]
     if blocked:
         parts.append(
@@ -322,7 +330,7 @@ class _AttentionFamily(ExerciseKind):
         reason = weights_degenerate(np.asarray(generated.solution["weights"]), mask)
         if reason is None and "output" in generated.solution:
             reason = output_degenerate(generated.solution["output"], generated.atol)
-        return reason
+        return reason or predictions.question_problem(generated)
 
 
 @register
@@ -348,7 +356,8 @@ class AttentionKind(_AttentionFamily):
             "choice",
             "none",
             "Ask a prediction first: 'top_key' (which key gets the most weight in a row), "
-            "'uniform' (is a row uniform? half the variants have identical keys).",
+            "'uniform' (is a row that reads two keys or more uniform? in half the variants "
+            "its scores are equal).",
             choices=("none", "top_key", "uniform"),
         ),
     }
@@ -372,23 +381,25 @@ class AttentionKind(_AttentionFamily):
         return [*super().params_rules(), padding_needs_three]
 
     def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
-        return _predict_first(self._generate(params, rng), params["predict"], rng)
+        generated, row = self._generate(params, rng)
+        if row is not None:
+            question = predictions.uniform_question(
+                generated.solution["weights"], generated.inputs["mask"], row
+            )
+            return predictions.with_prediction(generated, question)
+        return _predict_first(generated, params["predict"], rng)
 
-    def _generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
+    def _generate(
+        self, params: dict[str, Any], rng: np.random.Generator
+    ) -> tuple[Generated, int | None]:
+        """The variant, and the row a "uniform" prediction asks about (else None)."""
         n, d_k, d_v, hi = params["n"], params["d_k"], params["d_v"], params["max_abs"]
         ints = rng.integers(-hi, hi + 1, size=n * (2 * d_k + d_v))
         Qi = ints[: n * d_k].reshape(n, d_k)
         Ki = ints[n * d_k : 2 * n * d_k].reshape(n, d_k)
         Vi = ints[2 * n * d_k :].reshape(n, d_v)
-        if params["mask"] == "causal":
-            mask = causal(n)
-        elif params["mask"] == "padding":
-            # At least two real tokens, so the weights depend on the scores.
-            mask = trailing_padding(n, n, int(rng.integers(1, n - 1)))
-        else:
-            mask = np.zeros((n, n), dtype=bool)
-        if params["predict"] == "uniform" and rng.random() < 0.5:
-            Ki[:] = Ki[0]  # identical keys: every query spreads its weight evenly
+        mask = _drawn_mask(params["mask"], n, rng)
+        row = _uniform_row(params["predict"], mask, Qi, Ki, rng)
         scale = params["scale"]
         trace = engine.scaled_dot_product_attention(
             Qi.astype(float),
@@ -413,7 +424,7 @@ class AttentionKind(_AttentionFamily):
             scale,
             asks,
         )
-        return self.variant(
+        generated = self.variant(
             prompt=prompt,
             inputs={
                 "Q": Qi.tolist(),
@@ -433,6 +444,7 @@ class AttentionKind(_AttentionFamily):
                 "output": as_json(trace.output),
             },
         )
+        return generated, row
 
 
 @register
@@ -460,7 +472,13 @@ class ProjectionKind(ExerciseKind):
         ),
         "n": ParamSpec("int", 3, SIZE_HELP + " Only with preset 'random'.", 2, MAX_TOKENS),
         "d_model": ParamSpec(
-            "int", 3, "Width of the token vectors. Only with preset 'random'.", 1, MAX_WIDTH
+            "int",
+            3,
+            "Width of the token vectors. Only with preset 'random'. At least 2: one column "
+            "wide, every score matrix is symmetric (Q K^T and K Q^T agree) and one-hot tokens "
+            "are all alike, so no variant could tell right from wrong.",
+            2,
+            MAX_WIDTH,
         ),
         "d_k": ParamSpec(
             "int",
@@ -545,8 +563,9 @@ class ProjectionKind(ExerciseKind):
                 lead + _mask_words(params["mask"]),
                 rf"$X = {tex_matrix(Xi)}$, $W_Q = {tex_matrix(Wq)}$, $W_K = {tex_matrix(Wk)}$, "
                 rf"$W_V = {tex_matrix(Wv)}$.",
-                rf"Compute $Q = XW_Q$, $K = XW_K$, $V = XW_V$, the weights $A$ = {scale_words} "
-                r"row by row (masked keys get $-\infty$ first) and the output $AV$.",
+                rf"Compute $Q = XW_Q$, $K = XW_K$, $V = XW_V$ (each of width $d_k = {d_k}$), "
+                rf"the weights $A$ = {scale_words} row by row (masked keys get $-\infty$ "
+                r"first) and the output $AV$.",
                 ROUNDING_RULE,
             ]
         )
@@ -628,6 +647,14 @@ class _MaskedWeightsKind(_AttentionFamily):
     )
     asked = ("weights",)
 
+    def answers_under(
+        self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
+    ) -> dict[str, np.ndarray] | None:
+        # Only the weights are asked, so no values are given: any stand-in mixes nothing asked.
+        # Exercises stored with values keep them.
+        stand_in = {"V": np.zeros((len(inputs["Q"]), 1))}
+        return super().answers_under({**stand_in, **inputs}, recipe, decimals)
+
     def _generated(
         self,
         params: dict[str, Any],
@@ -640,6 +667,7 @@ class _MaskedWeightsKind(_AttentionFamily):
         ints = rng.integers(-2, 3, size=n * 3 * d_k)
         Qi = ints[: n * d_k].reshape(n, d_k)
         Ki = ints[n * d_k : 2 * n * d_k].reshape(n, d_k)
+        # Values are drawn (a seed keeps its Q and K) but neither shown nor asked.
         Vi = ints[2 * n * d_k :].reshape(n, d_k)
         trace = engine.scaled_dot_product_attention(
             Qi.astype(float),
@@ -653,16 +681,10 @@ class _MaskedWeightsKind(_AttentionFamily):
             f"Compute the weights $A$: {STEPS_SCALED if scale else STEPS_UNSCALED}, "
             r"blocked entries set to $-\infty$, then the softmax of each row."
         )
-        prompt = _attention_prompt(lead, Qi, Ki, Vi, mask, scale, asks)
+        prompt = _attention_prompt(lead, Qi, Ki, None, mask, scale, asks)
         return self.variant(
             prompt=prompt,
-            inputs={
-                "Q": Qi.tolist(),
-                "K": Ki.tolist(),
-                "V": Vi.tolist(),
-                "mask": mask.tolist(),
-                "scale": scale,
-            },
+            inputs={"Q": Qi.tolist(), "K": Ki.tolist(), "mask": mask.tolist(), "scale": scale},
             asks=[{"name": "weights", "shape": [n, n]}],
             solution={"weights": as_json(trace.weights)},
         )
@@ -689,7 +711,7 @@ class CausalKind(_MaskedWeightsKind):
         "predict": ParamSpec(
             "choice",
             "none",
-            "Ask a prediction first: 'token_0' (what does token 0 attend to?) or 'top_key' "
+            "Ask a prediction first: 'token_0' (what does the first token attend to?) or 'top_key' "
             "(which key gets the most weight in a row).",
             choices=("none", "token_0", "top_key"),
         ),
@@ -698,8 +720,8 @@ class CausalKind(_MaskedWeightsKind):
     def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n = params["n"]
         lead = (
-            f"{n} tokens of a decoder have queries $Q$, keys $K$ and values $V$, one row per "
-            "token." + _mask_words("causal")
+            f"{n} tokens of a decoder have queries $Q$ and keys $K$, one row per token."
+            + _mask_words("causal")
         )
         generated = self._generated(params, rng, n, causal(n), lead)
         return _predict_first(generated, params["predict"], rng)
@@ -730,9 +752,10 @@ class PaddingKind(_MaskedWeightsKind):
     def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n_real, n_pad = params["n_real"], params["n_pad"]
         n = n_real + n_pad
+        padded = f"tokens {n_real + 1} to {n} are" if n_pad > 1 else f"token {n} is"
         lead = (
-            f"A sentence of {n_real} real tokens is padded with {n_pad} padding token(s) to "
-            f"length {n}; `inputs.padded` marks the padded positions." + _mask_words("padding")
+            f"A sentence of {n_real} real tokens is padded to length {n}: {padded} padding."
+            + _mask_words("padding")
         )
         g = self._generated(params, rng, n, trailing_padding(n, n, n_pad), lead)
         g.inputs["padded"] = [i >= n_real for i in range(n)]
@@ -803,12 +826,14 @@ class MultiHeadKind(ExerciseKind):
         prompt = "\n\n".join(
             [
                 rf"{n} tokens are the rows of $X$ ($d_{{model}} = {d_model}$) and there are "
-                rf"$h = {h}$ heads of width $d_k = {d_head}$: head $i$ uses columns "
-                rf"${i_range(d_head)}$ of $W_Q$, $W_K$ and $W_V$." + _mask_words(params["mask"]),
+                rf"$h = {h}$ heads of width $d_k = {d_head}$: {head_columns(h, d_head)} of "
+                r"$W_Q$, $W_K$ and $W_V$, so head $i$ has its own $Q_i = X W_Q^{(i)}$, "
+                r"$K_i$ and $V_i$." + _mask_words(params["mask"]),
                 rf"$X = {tex_matrix(Xi)}$, $W_Q = {tex_matrix(W[0])}$, $W_K = {tex_matrix(W[1])}$, "
                 rf"$W_V = {tex_matrix(W[2])}$, $W_O = {tex_matrix(W[3])}$.",
-                f"Compute each head's weights (scores divided by {scale_words}, masked keys set "
-                r"to $-\infty$, softmax per row) and the block's output: the heads' outputs "
+                f"Compute each head's weights ({head_parts(h)}): the scores "
+                rf"$Q_i K_i^\top$ divided by {scale_words}, masked keys set to $-\infty$, "
+                r"softmax per row; and the block's output: the heads' outputs $A_i V_i$ "
                 r"concatenated in order, times $W_O$.",
                 ROUNDING_RULE,
             ]
@@ -904,10 +929,20 @@ class MultiHeadKind(ExerciseKind):
         return output_degenerate(generated.solution["output"], generated.atol)
 
 
-def i_range(d_head: int) -> str:
-    if d_head == 1:
-        return "i"
-    return r"i\,d_k \ldots (i+1)\,d_k - 1"
+def head_parts(h: int) -> str:
+    """The part that holds each head's weights: head 1 (counted as the tables count) is
+    ``weights_head_0``."""
+    return ", ".join(f"head {i + 1} is the part `weights_head_{i}`" for i in range(h))
+
+
+def head_columns(h: int, d_head: int) -> str:
+    """Which columns each head reads, counted from 1 as the tables count them."""
+    spans = []
+    for i in range(h):
+        first, last = i * d_head + 1, (i + 1) * d_head
+        cols = f"column {first}" if first == last else f"columns {first} to {last}"
+        spans.append(f"head {i + 1} uses {cols}")
+    return "; ".join(spans)
 
 
 def _predict_first(generated: Generated, how: str, rng: np.random.Generator) -> Generated:
@@ -917,10 +952,44 @@ def _predict_first(generated: Generated, how: str, rng: np.random.Generator) -> 
     weights, mask = generated.solution["weights"], generated.inputs["mask"]
     if how == "token_0":
         question = predictions.first_token_question(weights)
-    elif how == "uniform":
-        question = predictions.uniform_question(weights, mask, rng)
     else:
-        question = predictions.top_key_question(
-            weights, mask, rng, skip_first=bool(np.asarray(mask)[0, 1:].all())
-        )
+        question = predictions.top_key_question(weights, mask, rng)
     return predictions.with_prediction(generated, question)
+
+
+def _drawn_mask(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """# kind, n -> (n, n) bool: the mask an ``attention`` variant asks for."""
+    if kind == "causal":
+        return causal(n)
+    if kind == "padding":
+        # At least two real tokens, so the weights depend on the scores.
+        return trailing_padding(n, n, int(rng.integers(1, n - 1)))
+    return np.zeros((n, n), dtype=bool)
+
+
+def _uniform_row(
+    predict: str, mask: np.ndarray, Q: np.ndarray, K: np.ndarray, rng: np.random.Generator
+) -> int | None:
+    """For ``predict: uniform``, the row asked about; in half the variants its scores are
+    made equal, so that row alone spreads its weight evenly. None for other predictions."""
+    if predict != "uniform":
+        return None
+    row = predictions.uniform_row(mask, rng)
+    if rng.random() < 0.5:
+        _equal_scores(Q, K, row)
+    return row
+
+
+def _equal_scores(Q: np.ndarray, K: np.ndarray, row: int) -> None:
+    """Make every score of query ``row`` equal, in place: the query reads one column in
+    which every key agrees (or, one column wide, the query is 0).
+
+    # (n, d_k), (n, d_k), row -> None
+    """
+    if Q.shape[1] == 1:
+        Q[row] = 0
+        return
+    Q[row, 1:] = 0
+    if Q[row, 0] == 0:
+        Q[row, 0] = 1
+    K[:, 0] = K[0, 0]

@@ -66,11 +66,12 @@ class ShapesKind(ExerciseKind):
     def finish_params(self, params: dict[str, Any]) -> dict[str, Any]:
         if not params["vary"]:
             n, h, d = params["n"], params["heads"], params["d_head"]
-            if len({n, d, h * d}) < 3:
+            if not _sizes_differ(n, h * d, h):
                 raise ParamError(
                     "n",
-                    f"Expected n, d_head and d_model = h·d_head to differ, got {n}, {d} and "
-                    f"{h * d}: equal sizes would let a swapped shape pass.",
+                    f"Expected n to differ from d_head and from d_model = h·d_head, got "
+                    f"n = {n}, d_head = {d}, d_model = {h * d}: equal sizes would let a "
+                    "swapped shape pass.",
                 )
         return params
 
@@ -154,9 +155,15 @@ class ShapesKind(ExerciseKind):
 
     def degenerate(self, generated: Generated) -> str | None:
         n, d_model, h = (generated.inputs[k] for k in ("n", "d_model", "heads"))
-        if len({n, d_model // h, d_model}) < 3:
+        if not _sizes_differ(n, d_model, h):
             return "n, d_k and d_model are not all different"
         return None
+
+
+def _sizes_differ(n: int, d_model: int, h: int) -> bool:
+    """Sizes a swapped shape cannot pass with: n apart from d_k and from d_model. (With two
+    heads or more d_k < d_model; with one head they are the same width by definition.)"""
+    return n not in (d_model // h, d_model)
 
 
 PE_LAYOUTS = ("interleaved", "sines_then_cosines", "either")
@@ -451,10 +458,13 @@ class CostKind(ExerciseKind):
             rf"heads and reads $n = {n}$ tokens. (1) How many entries has one head's score "
             rf"matrix in one layer, and (2) how many bytes do all score matrices of all heads "
             rf"and layers take at {b} byte(s) per entry? (3) How many weights (no biases) do "
-            r"$W_Q, W_K, W_V, W_O$ of one layer hold, and (4) the feed-forward network with a "
-            r"4x hidden expansion? (5) What share of one layer's multiply-adds (batch 1, "
-            r"forward, ignoring softmax and normalisation) goes to the $n \times n$ part "
-            r"($QK^\top$ and $AV$)? Give the counts (1) to (4) as exact whole numbers; they "
+            r"$W_Q, W_K, W_V, W_O$ of one layer hold, all heads together, each head of width "
+            r"$d_k = d_{model}/h$ (so each of the four is $d_{model} \times d_{model}$), and "
+            r"(4) the feed-forward network with a 4x hidden expansion? (5) What share of one "
+            r"layer's multiply-adds (batch 1, forward, ignoring softmax and normalisation) "
+            r"goes to the $n \times n$ part ($QK^\top$ and $AV$)? The rest is the per-token "
+            r"part: every token goes through all the weights of (3), $W_O$ included, and (4), "
+            r"one multiply-add per weight. Give the counts (1) to (4) as exact whole numbers; they "
             "are checked exactly, and (2) also against your own count (1). Give the share as "
             "a fraction between 0 and 1 to three significant figures; it is accepted within 1%."
         )

@@ -25,6 +25,12 @@ def cards() -> dict:
     return {card.key: card for card in spec.cards if card.active}
 
 
+@cache
+def retired() -> set:
+    spec = deck_validate(deck_load(CONTENT_DIR / "attention-and-transformers.yaml"))
+    return {card.key for card in spec.cards if not card.active}
+
+
 def flat(value: str) -> str:
     return " ".join(value.split())
 
@@ -371,15 +377,16 @@ def test_the_multi_head_card_can_tell_a_missing_scale():
 # --- Other corrections and the lesson's lists ---------------------------------------------------
 
 
-def test_alibi_is_a_penalty_on_the_scores_in_every_layer():
-    for key in ("interview-word-order", "alibi"):
-        card = text(key)
-        assert "ALiBi" in card
-        assert re.search(r"(adds|adding) (nothing|no position vectors) to the embeddings", card), (
-            key
-        )
-        assert "every layer" in card, key
-    assert "Haviv et al., 2022" in text("interview-word-order")
+def test_alibi_is_a_penalty_on_the_scores_in_every_layer_taught_in_one_card():
+    card = text("interview-word-order")
+    assert "ALiBi" in card
+    assert re.search(r"(adds|adding) (nothing|no position vectors) to the embeddings", card)
+    assert "every layer" in card and "a fixed slope per head" in card
+    assert "extrapolated to longer ones (Press et al., 2022)" in card
+    # The merged card is retired through the deck file; the causal exception has its own.
+    assert "alibi" in retired()
+    assert "Haviv et al., 2022" not in card
+    assert "Haviv et al., 2022" in text("causal-mask-breaks-equivariance")
 
 
 def test_padding_purpose_names_pooling_and_the_loss():
@@ -395,6 +402,10 @@ def test_padding_purpose_names_pooling_and_the_loss():
             ["worth their", "cheap for short sequences", "future tokens are masked", "roles you hope heads play"],
         ),
         (
+            "lesson-useful-for",
+            ["Reading a transformer diagram or a paper", "Reasoning about context-length cost", "why decoder models need a causal mask", "Setting honest expectations for attention heat maps"],
+        ),
+        (
             "lesson-not-suitable-for",
             ["Explaining individual predictions", "Training or tuning a production transformer", "strong baselines"],
         ),
@@ -405,3 +416,164 @@ def test_the_lessons_lists_are_carried_over(key, phrases):
     card = text(key).replace("*", "")
     for phrase in phrases:
         assert phrase.lower() in card.lower(), phrase
+
+
+# --- The cards the outside read asked for ------------------------------------------------------
+
+
+def test_softmax_keeps_ratios_of_e_to_the_gap():
+    card = text("what-softmax-does")
+    assert "ratio $e^{\\Delta s}$" in card and "exaggerates" not in card
+    for gap, ratio in ((1, "2.7"), (5, "148")):
+        a = softmax([gap, 0.0])
+        assert f"{a[0] / a[1]:.3g}".startswith(ratio.rstrip("0")), gap
+        assert (
+            f"a gap of {gap} a ratio of {ratio}" in card
+            or f"a gap of {gap} is a ratio of {ratio}" in card
+        )
+
+
+def test_saturation_tells_a_starved_key_from_a_one_hot_row_and_the_measured_effect():
+    card = text("softmax-saturation")
+    two_way = softmax([8, 8, 0])
+    assert "(0.500, 0.500, 0.0002)$ is not one-hot" in card
+    assert two_way[0] == pytest.approx(0.5, abs=1e-3) and two_way[2] < 0.00025
+    one_hot = softmax([8, 0, 0])
+    assert "(8, 0, 0) \\to (0.999, 0.0003, 0.0003)" in card
+    assert f"{one_hot[0]:.3f}" == "0.999" and f"{one_hot[1]:.4f}" == "0.0003"
+    # The article's simulation, rerun: 2,000 queries against 10 keys at d_k = 1,024.
+    assert "**0.97 unscaled**" in card and "**0.32 scaled**" in card
+    rng = np.random.default_rng(0)
+    d_k = 1024
+    q = rng.standard_normal((2000, d_k))
+    k = rng.standard_normal((2000, 10, d_k))
+    scores = np.einsum("nd,nkd->nk", q, k)
+    assert softmax(scores).max(axis=1).mean() == pytest.approx(0.97, abs=0.01)
+    assert softmax(scores / np.sqrt(d_k)).max(axis=1).mean() == pytest.approx(0.32, abs=0.01)
+
+
+def test_sinusoid_similarity_depends_on_the_offset_alone():
+    card = text("sinusoid-offset-similarity")
+    assert "Only on their **offset** $k$, not on where they start" in card
+    pe = engine.sinusoidal_positions(300, 64)
+    omega = 1 / 10000 ** (2 * np.arange(32) / 64)
+    for k in range(0, 60):
+        sims = [pe[p] @ pe[p + k] for p in (0, 25, 200)]
+        assert max(sims) - min(sims) < 1e-12
+        assert sims[0] == pytest.approx(np.cos(k * omega).sum())
+    near = [pe[0] @ pe[k] for k in range(4)]
+    assert near == sorted(near, reverse=True)  # largest at k = 0, falling off nearby
+
+
+def test_the_articles_abc_example_with_identity_projections():
+    card = text("abc-identity-example")
+    X = np.array([[1, 0], [0, 1], [1, 1]], float)
+    scores = X @ X.T
+    for name, row in zip("ABC", scores, strict=True):
+        assert f"{name} $[{', '.join(str(int(v)) for v in row)}]$" in card
+    A = softmax(scores / np.sqrt(2))
+    assert f"[{', '.join(f'{v:.3f}' for v in A[2])}]" in card
+    out = attention(X, X, X)
+    for name, row in zip("ABC", out, strict=True):
+        assert f"[{row[0]:.3f}, {row[1]:.3f}]" in card, name
+    # Worked once: no other card repeats row C.
+    assert [key for key in cards() if "0.248, 0.248, 0.503" in text(key)] == [
+        "abc-identity-example"
+    ]
+
+
+def test_the_staff_reading_carries_the_lessons_five_rows_in_order():
+    card = text("heat-map-staff-reading").replace("*", "")
+    common = [
+        "A learned map of what matters",
+        "One $n^2$ number",
+        "Multi-head means more parameters",
+        "The model attends to X, so X is the reason",
+        "More context cannot hurt",
+    ]
+    at = [card.find(reading) for reading in common]
+    assert -1 not in at and at == sorted(at), at
+    assert "averaged maps and residuals sit in between" in card
+    assert "five common misreadings" in card
+
+
+def test_positions_are_added_once_before_the_first_block():
+    card = text("pre-ln-vs-post-ln")
+    assert "Positions are added to the token vectors once, before the first block" in card
+    assert "Token vectors plus positions;" not in card
+
+
+def test_cross_attention_says_where_it_sits():
+    card = text("interview-self-vs-cross-attention")
+    assert (
+        "in every decoder layer, between the masked self-attention and the feed-forward network"
+        in card
+    )
+
+
+def test_the_ablation_card_teaches_the_kinds_three_outcomes():
+    from exercises.kinds import ablation
+
+    card = text("ablation-reliance-test")
+    assert "large and consistent" in card
+    assert f"a change of {ablation.THRESHOLD} here" in card and "the lesson gives no number" in card
+    assert "mixed directions" in card and "barely uses it" in card
+    # The card's three readings are the kind's verdicts on changes of each pattern.
+    assert ablation.verdict(np.array([0.2, 0.3, 0.1])) == "reliance"  # one direction
+    assert ablation.verdict(np.array([0.2, -0.3, 0.1])) == "mixed"  # mixed directions
+    assert ablation.verdict(np.array([0.01, -0.02, 0.0])) == "decoration"  # small everywhere
+    trap = text("trap-heat-map-as-reason")
+    assert "large changes in both directions" in trap and "small changes everywhere" in trap
+
+
+def test_the_cost_exercise_card_counts_every_head_and_layer():
+    card = text("exercise-cost")
+    assert (
+        "$n^2 \\cdot h \\cdot L$ entries times the bytes per entry, not the bytes of one head"
+        in card
+    )
+    kind = get_kind("cost")
+    params = cards()["exercise-cost"].exercise["params"]
+    g = kind.generate(kind.normalize_params({**params, "vary": False}), np.random.default_rng(0))
+    n, h, L = params["n"], params["heads"], params["layers"]
+    assert g.solution["score_bytes"] == n * n * h * L * 2
+
+
+def test_the_projection_card_does_not_call_its_sequences_permutations():
+    card = text("exercise-projection-bag-delayed-refund")
+    assert "permut" not in card and "repeats tokens" in card
+    kind = get_kind("projection")
+    params = kind.normalize_params(
+        cards()["exercise-projection-bag-delayed-refund"].exercise["params"]
+    )
+    repeated = [
+        len(set(map(tuple, kind.generate(params, np.random.default_rng(seed)).inputs["X"]))) < 3
+        for seed in range(30)
+    ]
+    assert any(repeated)  # a sequence with a repeated token: not a permutation of the three
+
+
+def test_near_duplicates_are_differentiated():
+    # The parameter count is one card's; the multi-head interview refers to it.
+    holders = [key for key in cards() if "4\\,d_{model}^2" in text(key)]
+    assert holders == ["attention-and-ffn-parameters"]
+    assert "the count is its own card" in text("interview-why-multi-head")
+    # The three causal exercises ask different things.
+    exercises = {
+        key: cards()[key].exercise
+        for key in (
+            "exercise-attention-causal",
+            "exercise-projection-causal",
+            "exercise-causal-mask",
+        )
+    }
+    assert exercises["exercise-attention-causal"]["params"]["predict"] == "top_key"
+    assert exercises["exercise-causal-mask"]["params"]["predict"] == "token_0"
+    assert exercises["exercise-projection-causal"]["params"]["preset"] == "lesson"
+
+
+def test_the_lessons_sources_for_interpretation_and_origin():
+    baseline = text("uniform-weights-baseline")
+    assert "Wiegreffe and Pinter, 2019" in baseline and "uniform ones" in baseline
+    origin = text("attention-origin-bottleneck")
+    assert "**fixed-length bottleneck**" in origin and "Bahdanau, Cho and Bengio (2015)" in origin

@@ -156,7 +156,12 @@ IDS = [f"{code}-{kind}" for code, kind, _ in DIAGNOSES]
 
 
 # Mistakes of kinds with a choice part (the ablation verdict), tested in test_ablation.py.
-CHOICE_KIND_DIAGNOSES = {"high_weight_as_reliance", "ablation_masked_query"}
+CHOICE_KIND_DIAGNOSES = {
+    "high_weight_as_reliance",
+    "low_weight_as_decoration",
+    "mixed_as_decoration",
+    "ablation_masked_query",
+}
 
 
 def test_every_mistake_is_declared_by_some_kind_and_tested():

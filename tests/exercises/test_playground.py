@@ -139,7 +139,7 @@ PREDICTIONS = "/api/v1/attention/predictions/"
 @pytest.mark.parametrize(
     ("preset", "right", "wrong"),
     [
-        ("bag", "a tie between keys", "bag"),  # row 0 of the lesson: (0.401, 0.401, 0.198)
+        ("bag", "a tie between keys", "bag"),  # row 1 of the lesson: (0.401, 0.401, 0.198)
         ("abc", "C", "a tie between keys"),
         ("large", "almost none (under 5%)", "some (5% to 50%)"),
         ("identical", "uniform", "not uniform"),
@@ -200,7 +200,7 @@ def test_the_playground_page_offers_the_presets_prediction(learner):
     client.force_login(learner)
     html = client.get("/playground/?preset=causal").content.decode()
     assert 'id="pg-predict"' in html and 'data-preset="causal"' in html
-    assert "what does token 0 (bag) attend to?" in html
+    assert "what does the first token (bag) attend to?" in html
     assert 'value="only itself"' in html
     # Edited matrices are no preset: nothing to predict.
     html = client.get("/playground/?mode=qkv&Q-0-0=1").content.decode()

@@ -1,6 +1,7 @@
 """Predict first: a choice answered before the numbers, stored, and shown beside them."""
 
 import datetime as dt
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -10,8 +11,10 @@ from django.test import Client
 from cards.models import Card, Deck, ExerciseBinding, ReviewLog
 from cards.services.housekeeping import purge_stale_exercises
 from exercises import predictions
+from exercises.kinds import get_kind
 from exercises.kinds.base import ParamError
 from exercises.models import Attempt, Exercise, Prediction
+from exercises.variants import draw_variant
 
 EXERCISES = "/api/v1/exercises/"
 START = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
@@ -36,8 +39,9 @@ def numeric_solution(exercise_id):
 
 
 def test_top_key_names_the_largest_weight_or_a_tie():
-    labels = ["key 0", "key 1", "key 2"]
-    assert predictions.top_key([0.2, 0.5, 0.3], labels) == "key 1"
+    labels = predictions.key_labels(3)
+    assert labels == ["key 1", "key 2", "key 3"]  # counted as the tables count columns
+    assert predictions.top_key([0.2, 0.5, 0.3], labels) == "key 2"
     assert predictions.top_key([0.401, 0.401, 0.198], labels) == predictions.TIE
 
 
@@ -49,7 +53,7 @@ def test_uniform_counts_only_the_keys_a_query_may_read():
 def test_token_zero_under_the_causal_mask_reads_only_itself():
     assert predictions.first_token_reads([[1.0, 0.0], [0.4, 0.6]]) == predictions.ONLY_ITSELF
     assert predictions.first_token_reads([[0.5, 0.5], [0.4, 0.6]]) == predictions.EVERY_TOKEN
-    assert predictions.first_token_reads([[0.7, 0.3], [0.4, 0.6]]) == predictions.LARGEST_SCORE
+    assert predictions.first_token_reads([[0.7, 0.3], [0.4, 0.6]]) == predictions.ITSELF_AND_LATER
 
 
 @pytest.mark.parametrize(
@@ -75,41 +79,108 @@ def test_causal_token_0_prediction_comes_first_and_is_only_itself(generate):
     assert first["choices"] == [
         "only itself",
         "every token equally",
-        "the key with the largest score",
+        "itself and the tokens after it",
     ]
-    assert "token 0" in first["question"]
+    assert first["question"].startswith("Concept check:")
+    assert "the first token (token 1)" in first["question"]
     assert g.solution["prediction"] == "only itself"
     assert [a["name"] for a in g.asks[1:]] == ["weights"]
     assert g.prompt.startswith("**Predict first:**")
 
 
+def _row(ask):
+    """The row a question names, counted from 1 as the tables count."""
+    return int(ask["question"].split("row ")[1].split(" ")[0])
+
+
 @pytest.mark.parametrize("seed", range(20))
-def test_top_key_prediction_matches_the_weights(generate, seed):
+def test_top_key_prediction_matches_the_weights(seed):
     for kind, mask in (("attention", "none"), ("causal", None)):
         params = {"predict": "top_key"} if mask is None else {"predict": "top_key", "mask": mask}
-        _, g = generate(kind, seed=seed, **params)
+        k = get_kind(kind)
+        g = draw_variant(k, k.normalize_params(params), seed)
         ask = g.asks[0]
-        row = int(ask["question"].split("row ")[1].split(" ")[0])
-        weights = np.asarray(g.solution["weights"])
+        row = _row(ask)
+        assert f"(query {row})" in ask["question"]
+        weights = np.asarray(g.solution["weights"])[row - 1]
+        open_keys = ~np.asarray(g.inputs["mask"], dtype=bool)[row - 1]
         if kind == "causal":
-            assert row != 0  # row 0 only ever reads itself: no question there
-        top = np.flatnonzero(weights[row] >= weights[row].max() - 1e-9)
-        expected = f"key {top[0]}" if top.size == 1 else predictions.TIE
-        assert g.solution["prediction"] == expected
-        assert expected in ask["choices"]
+            assert row != 1  # the first row only ever reads itself: no question there
+        assert ask["choices"] == [f"key {j + 1}" for j in np.flatnonzero(open_keys)]
+        top = np.flatnonzero(weights >= weights.max() - 1e-9)
+        assert top.size == 1  # a clear top key: the choices hold no tie
+        assert np.sort(weights[open_keys])[-2] <= weights.max() - predictions.TOP_MARGIN
+        assert g.solution["prediction"] == f"key {top[0] + 1}"
 
 
-def test_uniform_prediction_draws_identical_keys_about_half_the_time(generate):
-    answers = []
-    for seed in range(40):
-        _, g = generate("attention", seed=seed, predict="uniform")
-        answers.append(g.solution["prediction"])
-        if g.solution["prediction"] == predictions.UNIFORM:
-            row = int(g.asks[0]["question"].split("row ")[1].split(" ")[0])
-            w = np.asarray(g.solution["weights"])[row]
-            np.testing.assert_allclose(w, np.full(w.size, 1 / w.size))
-    assert 8 <= answers.count(predictions.UNIFORM) <= 32
-    assert predictions.NOT_UNIFORM in answers
+# A few hundred seeds of each fair question: every choice right in at least 15% of the
+# variants that offer it.
+FAIR = [
+    ("attention", {"predict": "uniform"}),
+    ("attention", {"predict": "uniform", "mask": "causal"}),
+    ("attention", {"predict": "uniform", "mask": "padding", "n": 4}),
+    ("attention", {"predict": "uniform", "d_k": 1, "scale": False}),
+    ("attention", {"predict": "top_key"}),
+    ("attention", {"predict": "top_key", "mask": "causal"}),
+    ("causal", {"predict": "top_key"}),
+]
+
+
+@pytest.mark.parametrize(("kind_name", "params"), FAIR)
+def test_every_choice_is_right_in_a_fair_share_of_variants(kind_name, params):
+    kind = get_kind(kind_name)
+    normalized = kind.normalize_params(params)
+    right, offered = Counter(), Counter()
+    for seed in range(300):
+        g = draw_variant(kind, normalized, seed)
+        offered.update(g.asks[0]["choices"])
+        right[g.solution["prediction"]] += 1
+    for choice, times in offered.items():
+        assert right[choice] >= 0.15 * times, (choice, right[choice], times)
+
+
+@pytest.mark.parametrize("mask", ["none", "causal", "padding"])
+def test_a_uniform_question_asks_about_a_row_that_reads_two_keys_or_more(mask):
+    kind = get_kind("attention")
+    normalized = kind.normalize_params({"predict": "uniform", "mask": mask, "n": 4})
+    for seed in range(100):
+        g = draw_variant(kind, normalized, seed)
+        row = _row(g.asks[0])
+        open_keys = ~np.asarray(g.inputs["mask"], dtype=bool)[row - 1]
+        assert open_keys.sum() >= 2
+        w = np.asarray(g.solution["weights"])[row - 1][open_keys]
+        uniform = np.ptp(w) <= 1e-9
+        assert g.solution["prediction"] == ("uniform" if uniform else "not uniform")
+
+
+@pytest.mark.parametrize(
+    ("kind_name", "params", "right"),
+    [
+        ("causal", {"predict": "token_0"}, "only itself"),
+        ("causal", {"predict": "token_0", "n": 5, "d_k": 3}, "only itself"),
+        ("scaling", {"predict": "scale_effect"}, "sharper"),
+        ("scaling", {"predict": "scale_effect", "d_k": 64, "n": 5}, "sharper"),
+    ],
+)
+def test_a_concept_check_says_so_and_its_distractors_are_false_on_every_variant(
+    kind_name, params, right
+):
+    kind = get_kind(kind_name)
+    normalized = kind.normalize_params(params)
+    for seed in range(200):
+        g = draw_variant(kind, normalized, seed)
+        ask = g.asks[0]
+        assert ask["question"].startswith("Concept check:")
+        assert g.solution["prediction"] == right
+        weights = np.asarray(g.solution.get("weights", [[1.0]]))
+        if kind_name == "causal":
+            # Each distractor, read off the numbers, is false: the first row is (1, 0, ...).
+            assert weights[0, 0] == 1.0 and not weights[0, 1:].any()
+        else:
+            scores = np.asarray(g.inputs["scores"], dtype=float)
+            assert np.ptp(scores) > 0  # unequal scores: "unchanged" is false
+            scaled, unscaled = g.solution["weights_scaled"], g.solution["weights_unscaled"]
+            assert max(unscaled) > max(scaled)  # "flatter" is false
 
 
 def test_scaling_prediction_asks_sharper_or_flatter(generate):
@@ -204,7 +275,9 @@ def test_prediction_then_numbers_shows_the_prediction_beside_them(api, learner):
     assert list(result["parts"]) == ["weights"]
     assert result["prediction"] == {
         "part": "prediction",
-        "question": "With the causal mask on, what does token 0 attend to?",
+        "question": (
+            "Concept check: with the causal mask on, what does the first token (token 1) attend to?"
+        ),
         "answer": "every token equally",
         "expected": "only itself",
         "correct": False,
