@@ -1,17 +1,20 @@
 """How deep a JSON text nests, in time linear in its length, whatever its shape.
 
 The scan reads the bytes as a JSON parser would up to its first error, in three
-vectorised passes per block of bytes:
+vectorised passes:
 
-1. a byte is escaped when the run of backslashes just before it has odd length;
-2. a byte lies inside a string when an odd number of unescaped quotes precede it
-   (counting the one that opens the string);
-3. outside strings, ``[`` and ``{`` go one level down and ``]`` and ``}`` one up.
+1. a byte is escaped when the run of backslashes just before it has odd length
+   (one pass over the whole text, ``escaped_bytes``);
+2. a byte lies inside a string when an odd number of unescaped quotes precede it,
+   counting the one that opens the string (a running XOR, block by block);
+3. outside strings, ``[`` and ``{`` go one level down and ``]`` and ``}`` one up
+   (a running sum, block by block).
 
 On valid JSON this is the nesting a parser meets; on invalid JSON it is exact up to
-the parser's first error, which is as far as any parser recurses. No pass looks back
-or ahead, so a run of ``"\\`` costs what any other bytes cost (a regex over strings
-backtracks on such runs and takes time quadratic in their length).
+the parser's first error, which is as far as any parser recurses. Every pass costs
+the same per byte whatever the bytes are, so a run of ``"\\`` costs what any other
+text costs (a regex over strings backtracks on such runs and takes time quadratic in
+their length).
 
 The text must be UTF-8 or another encoding in which these six characters are
 single bytes that no other character contains; callers transcode anything else.
@@ -29,22 +32,28 @@ _QUOTE = ord('"')
 _BACKSLASH = ord("\\")
 
 
-def _escaped(backslashes: np.ndarray, n: int, *, carried_odd: bool) -> tuple[np.ndarray, bool]:
-    """Positions (< n) of the bytes that an odd run of backslashes escapes, and whether
-    the block ends in an odd run. ``backslashes`` holds the block's backslash positions
-    in ascending order; an odd run carried in from the block before counts as one
-    backslash at position -1 (only a run's parity matters)."""
-    if carried_odd:
-        backslashes = np.concatenate(([-1], backslashes))
-    if backslashes.size == 0:
-        return backslashes, False
-    # Index (into backslashes) of each run's last and first backslash.
-    ends = np.flatnonzero(np.concatenate((np.diff(backslashes) != 1, [True])))
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    odd = ((ends - starts) & 1) == 0
-    escaped = backslashes[ends[odd]] + 1
-    ends_odd = bool(backslashes[-1] == n - 1 and odd[-1])
-    return escaped[escaped < n], ends_odd
+def escaped_bytes(codes: np.ndarray) -> np.ndarray | None:
+    """Which bytes an odd run of backslashes just before them escapes, or None when the
+    text holds no backslash. (n,) uint8 -> (n,) bool.
+
+    simdjson's carry trick on one big integer (bit i is byte i): adding a run's first
+    bit to the run carries to the bit just after it, and that bit's parity against the
+    start's gives the run's length parity. A handful of integer operations over n bits,
+    whatever the runs look like.
+    """
+    backslashes = codes == _BACKSLASH
+    if not backslashes.any():
+        return None
+    size = codes.size // 8 + 2  # room for the carry out of a run that ends the text
+    b = int.from_bytes(np.packbits(backslashes, bitorder="little").tobytes(), "little")
+    even = int.from_bytes(b"\x55" * size, "little")  # bits 0, 2, 4, ...
+    odd = even << 1
+    starts = b & ~(b << 1)
+    after_even_starts = (b + (starts & even)) & ~b
+    after_odd_starts = (b + (starts & odd)) & ~b
+    escaped = (after_even_starts & odd) | (after_odd_starts & even)
+    bits = np.frombuffer(escaped.to_bytes(size, "little"), dtype=np.uint8)
+    return np.unpackbits(bits, bitorder="little")[: codes.size].view(bool)
 
 
 def json_depth(body: bytes | bytearray) -> int:
@@ -52,17 +61,15 @@ def json_depth(body: bytes | bytearray) -> int:
     if body.count(b"[") + body.count(b"{") == 0:
         return 0
     codes = np.frombuffer(body, dtype=np.uint8)
-    odd_backslashes = False  # the text so far ends in an odd run of backslashes
+    escaped = escaped_bytes(codes)
     in_string = False  # the text so far ends inside a string
     depth = 0  # nesting at the end of the text so far
     deepest = 0
     for start in range(0, codes.size, BLOCK_BYTES):
         block = codes[start : start + BLOCK_BYTES]
         quotes = block == _QUOTE
-        escaped, odd_backslashes = _escaped(
-            np.flatnonzero(block == _BACKSLASH), block.size, carried_odd=odd_backslashes
-        )
-        quotes[escaped] = False
+        if escaped is not None:
+            quotes &= ~escaped[start : start + BLOCK_BYTES]
         # +1 for [ and {, -1 for ] and }, as int8.
         step = ((block == ord("[")) | (block == ord("{"))).view(np.int8) - (
             (block == ord("]")) | (block == ord("}"))
@@ -73,8 +80,12 @@ def json_depth(body: bytes | bytearray) -> int:
                 np.logical_not(inside, out=inside)
             in_string = bool(inside[-1])
             step &= inside.view(np.int8) - 1  # 0 inside strings, all ones outside
-        if not step.any():
+        brackets = np.count_nonzero(step)
+        if not brackets:
             continue
+        if brackets * 8 < step.size:
+            # The level only changes at brackets: summing those alone is the same walk.
+            step = step[np.flatnonzero(step)]
         levels = np.cumsum(step, dtype=np.int32)
         deepest = max(deepest, depth + int(levels.max()))
         depth += int(levels[-1])
