@@ -33,8 +33,8 @@ _BACKSLASH = ord("\\")
 
 
 def escaped_bytes(codes: np.ndarray) -> np.ndarray | None:
-    """Which bytes an odd run of backslashes just before them escapes, or None when the
-    text holds no backslash. (n,) uint8 -> (n,) bool.
+    """Which bytes other than backslashes an odd run of backslashes just before them
+    escapes, or None when the text holds no backslash. (n,) uint8 -> (n,) bool.
 
     simdjson's carry trick on one big integer (bit i is byte i): adding a run's first
     bit to the run carries to the bit just after it, and that bit's parity against the

@@ -90,3 +90,21 @@ def test_crafted_shapes_scan_in_milliseconds(body):
     # 400 KB: the scan takes a few milliseconds; the bound only guards against
     # anything that grows faster than the body.
     assert time.perf_counter() - started < 0.5
+
+
+def test_escaped_bytes_match_a_walk_over_the_runs():
+    rng = np.random.default_rng(3)
+    alphabet = np.frombuffer(b'\\\\\\"a', dtype=np.uint8)
+    assert jsonscan.escaped_bytes(np.frombuffer(b'"abc"', dtype=np.uint8)) is None
+    for _ in range(500):
+        codes = rng.choice(alphabet, size=rng.integers(1, 80))
+        expected, escaping = [], False
+        for byte in codes.tobytes():
+            expected.append(escaping)
+            escaping = byte == ord("\\") and not escaping
+        found = jsonscan.escaped_bytes(codes)
+        if found is None:
+            assert ord("\\") not in codes.tobytes()
+            continue
+        others = codes != ord("\\")  # a backslash inside a run is no one's concern
+        assert found[others].tolist() == np.array(expected)[others].tolist(), codes.tobytes()
