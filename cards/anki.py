@@ -6,6 +6,9 @@ card key) with its solution. Math goes out in Anki's MathJax delimiters, ``\\(..
 inline and ``\\[..\\]`` display. Note guids derive from the deck slug and the card
 key, and the deck and note-type ids from fixed names, so importing a re-export
 updates the notes instead of duplicating them.
+
+A package is built once per deck version and kept in the cache (``deck_apkg_cached``):
+the key is a digest of what goes into it, so any change gives a fresh file.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import csv
 import hashlib
 import html
 import io
+import logging
 import os
 import tempfile
 from collections.abc import Iterable
@@ -22,6 +26,7 @@ from typing import Any
 import genanki
 import nh3
 import numpy as np
+from django.core.cache import cache
 
 from exercises.kinds import get_kind
 from exercises.kinds.base import tex_matrix, tex_vector
@@ -29,7 +34,14 @@ from studyapp.common.rendering import markdown_with_math
 
 from .models import Card, Deck, ReviewLog
 
+logger = logging.getLogger(__name__)
+
 SEED_MAX = 2**31 - 1
+# Part of every cached package's key: bump it when the export itself changes, so
+# packages built by the previous code are not served after a deploy.
+APKG_LAYOUT = 1
+# A package not asked for in a day leaves the cache; a new deck version never waits.
+APKG_CACHE_SECONDS = 24 * 60 * 60
 
 CSS = """.card { font-family: system-ui, sans-serif; font-size: 18px; text-align: left;
   color: #1b1b1b; background: #fff; max-width: 42em; margin: 0 auto; }
@@ -100,7 +112,7 @@ def worked_example(card: Card, deck_slug: str) -> tuple[str, str]:
 
 def deck_package(*, deck: Deck) -> genanki.Package:
     anki_deck = genanki.Deck(_stable_id(f"study-service deck {deck.slug}"), deck.title)
-    anki_deck.description = deck.description
+    anki_deck.description = markdown_to_anki(deck.description)
     cards = Card.objects.filter(deck=deck, is_active=True).order_by("position", "id")
     for card in cards.prefetch_related("tags"):
         if card.kind == Card.Kind.EXERCISE:
@@ -134,6 +146,47 @@ def deck_apkg(*, deck: Deck) -> bytes:
             return f.read()
     finally:
         os.unlink(path)
+
+
+def deck_version(*, deck: Deck) -> str:
+    """A digest of everything an export of ``deck`` reads: the deck's own fields and,
+    for its active cards, each card's id and last change and its tag names.
+
+    Saves in the admin, imports (which stamp ``updated_at`` on every card they change,
+    retag or deactivate), the admin's activate and deactivate actions (the set of
+    active ids changes) and tag renames all give a new digest.
+    """
+    digest = hashlib.sha256()
+    deck_fields = (APKG_LAYOUT, deck.pk, deck.slug, deck.title, deck.description, deck.updated_at)
+    digest.update(repr(deck_fields).encode())
+    active = Card.objects.filter(deck=deck, is_active=True)
+    digest.update(repr(list(active.order_by("pk").values_list("pk", "updated_at"))).encode())
+    links = Card.tags.through.objects.filter(card__in=active)
+    digest.update(
+        repr(
+            list(links.order_by("card_id", "tag__name").values_list("card_id", "tag__name"))
+        ).encode()
+    )
+    return digest.hexdigest()
+
+
+def deck_apkg_cached(*, deck: Deck) -> bytes:
+    """``deck_apkg``, built once per deck version (``deck_version``) and then served
+    from the cache. A cache that fails costs a rebuild, never the download."""
+    key = f"anki:apkg:{deck.pk}:{deck_version(deck=deck)}"
+    try:
+        cached = cache.get(key)
+    except Exception as exc:
+        logger.warning("Anki package cache unavailable: %s: %s", type(exc).__name__, exc)
+        return deck_apkg(deck=deck)
+    if isinstance(cached, bytes):
+        return cached
+    package = deck_apkg(deck=deck)
+    try:
+        cache.set(key, package, timeout=APKG_CACHE_SECONDS)
+    except Exception as exc:
+        logger.warning("Anki package cache unavailable: %s: %s", type(exc).__name__, exc)
+    return package
 
 
 # --- Review log for FSRS tools -------------------------------------------------------

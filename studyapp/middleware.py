@@ -2,7 +2,10 @@
 
 - A query string holding NUL is a 400 (PostgreSQL cannot store the character).
 - A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413; JSON nested deeper than
-  ``STUDY_JSON_MAX_DEPTH`` is a 400, before any parser recurses into it.
+  ``STUDY_JSON_MAX_DEPTH`` is a 400, before any parser recurses into it. The depth
+  is found in time linear in the body (``studyapp.common.jsonscan``) for every
+  content type the view's parsers would read as JSON (``*/*``, ``application/*``,
+  charsets, any case), as DRF's own content negotiation picks the parser.
 - Error answers (4xx JSON) longer than ``STUDY_MAX_ERROR_BYTES`` are cut down to
   their first fields and messages.
 - The attention playground computes at most ``STUDY_PLAYGROUND_CONCURRENCY``
@@ -12,21 +15,24 @@
 
 from __future__ import annotations
 
+import codecs
 import ctypes
 import ctypes.util
 import json
 import logging
-import re
 import threading
 
-import numpy as np
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from .common.jsonscan import json_depth
 
 logger = logging.getLogger(__name__)
 
-JSON_STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 PLAYGROUND_PATH = "/api/v1/attention/"
 DB_RETRY_AFTER_SECONDS = 30
 LARGE_BODY_BYTES = 256 * 1024
@@ -47,23 +53,33 @@ def _error(request, status: int, detail: str, *, retry_after: int | None = None)
     return response
 
 
-def json_depth(body: bytes) -> int:
-    """The deepest nesting of arrays and objects in a JSON text (strings ignored).
+def _json_parser_reads(request, view_func) -> bool:
+    """Whether the view would hand this request's body to a JSON parser.
 
-    Counted with NumPy over the bytes, so a 3 MB body costs milliseconds and a
-    100,000-deep one never reaches a recursive parser.
+    DRF views name their parsers and content negotiation on the class that
+    ``as_view()`` leaves on the view function; other views fall back to the
+    configured defaults (``APIView``'s). The choice is DRF's own: the first parser
+    whose media type matches the Content-Type header.
     """
-    if body.count(b"[") + body.count(b"{") == 0:
-        return 0
-    text = JSON_STRING_RE.sub(b'""', body)
-    codes = np.frombuffer(text, dtype=np.uint8)
-    step = (
-        (codes == ord("[")).astype(np.int32)
-        + (codes == ord("{"))
-        - (codes == ord("]"))
-        - (codes == ord("}"))
-    )
-    return int(np.cumsum(step).max(initial=0))
+    view_class = getattr(view_func, "cls", None)
+    if not (isinstance(view_class, type) and issubclass(view_class, APIView)):
+        view_class = APIView
+    parsers = [parser() for parser in view_class.parser_classes]
+    negotiation = view_class.content_negotiation_class()
+    chosen = negotiation.select_parser(Request(request, parsers=parsers), parsers)
+    return isinstance(chosen, JSONParser)
+
+
+def _utf8_body(request) -> bytes | None:
+    """The body as UTF-8, as the JSON parser will decode it, or None if it cannot be."""
+    encoding = request.encoding or settings.DEFAULT_CHARSET
+    try:
+        if codecs.lookup(encoding).name == "utf-8":
+            return request.body
+        # UTF-16 or Shift JIS, say, hold quote and bracket bytes inside other characters.
+        return request.body.decode(encoding).encode("utf-8")
+    except (LookupError, UnicodeError):
+        return None
 
 
 def _trim(value, *, keys: int = 20, items: int = 10, chars: int = 500):
@@ -156,15 +172,30 @@ class RequestGuardMiddleware:
                 413,
                 f"The request body is {length:,} bytes; at most {limit:,} are accepted.",
             )
-        if length and request.content_type == "application/json":
-            depth = json_depth(request.body)
-            if depth > settings.STUDY_JSON_MAX_DEPTH:
-                return _error(
-                    request,
-                    400,
-                    f"JSON parse error: arrays and objects nest {depth} levels deep; at most "
-                    f"{settings.STUDY_JSON_MAX_DEPTH} are accepted.",
-                )
+        return None
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        # DRF parses no body without a length (_refuse has checked that it is a number).
+        if not int(request.META.get("CONTENT_LENGTH") or 0):
+            return None
+        if not _json_parser_reads(request, view_func):
+            return None
+        body = _utf8_body(request)
+        if body is None:
+            return _error(
+                request,
+                400,
+                f"JSON parse error: the body is not text in the charset {request.encoding!r} "
+                "that its Content-Type names; send UTF-8.",
+            )
+        depth = json_depth(body)
+        if depth > settings.STUDY_JSON_MAX_DEPTH:
+            return _error(
+                request,
+                400,
+                f"JSON parse error: arrays and objects nest {depth} levels deep; at most "
+                f"{settings.STUDY_JSON_MAX_DEPTH} are accepted.",
+            )
         return None
 
     def _playground(self, request):

@@ -58,12 +58,13 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "studyapp.metrics.RequestLatencyMiddleware",
+    # Outside the health checks and the guards, so their answers carry the policy too.
+    "csp.middleware.CSPMiddleware",
     "studyapp.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "studyapp.middleware.RequestGuardMiddleware",
     "studyapp.middleware.DatabaseOutageMiddleware",
-    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -126,11 +126,15 @@ class DeckApkgView(APIView):
             404: DETAIL,
         },
         summary="The deck as an Anki package (.apkg); a re-export updates the notes",
+        description=(
+            "Built once per deck version and then served from the cache: any change to the "
+            "deck, its active cards or their tags gives a fresh file."
+        ),
     )
     def get(self, request, slug: str):
         deck = Deck.objects.filter(slug=slug).first()
         if deck is None:
             raise NotFound("No such deck.")
-        response = HttpResponse(anki.deck_apkg(deck=deck), content_type="application/apkg")
+        response = HttpResponse(anki.deck_apkg_cached(deck=deck), content_type="application/apkg")
         response["Content-Disposition"] = f'attachment; filename="{deck.slug}.apkg"'
         return response

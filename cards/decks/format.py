@@ -1,9 +1,10 @@
 """Deck files as text: read YAML or JSON into a document, and write a document back.
 
 Reading refuses what a content author would regret: a key given twice in one
-mapping (the parser keeps the last without a word), and YAML aliases (a few hundred
+mapping (the parser keeps the last without a word), YAML aliases (a few hundred
 bytes of nested aliases expand to billions of nodes, and an alias inside its own
-anchor never ends).
+anchor never ends), and JSON nested deeper than ``MAX_DEPTH`` (libyaml stops YAML
+at 1,000 levels itself).
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from typing import IO, Any
 
 import yaml
 
+from studyapp.common.jsonscan import json_depth
+
 FORMAT_VERSION = 1
+# A deck nests a handful of levels (document, cards, a card, its lists); far deeper
+# JSON would only make the parser recurse until Python stops it.
+MAX_DEPTH = 32
 
 
 class DeckFileError(ValueError):
@@ -177,6 +183,14 @@ def _deck_text(source: Any, name: str | None) -> tuple[str, str | None]:
 
 
 def _json_load(text: str) -> Any:
+    depth = json_depth(text.encode("utf-8", "surrogatepass"))
+    if depth > MAX_DEPTH:
+        raise DeckFileError(
+            [
+                f"not valid JSON for a deck: arrays and objects nest {depth} levels deep; "
+                f"a deck file nests at most {MAX_DEPTH}"
+            ]
+        )
     try:
         document = json.loads(text, object_pairs_hook=_json_object)
     except json.JSONDecodeError as exc:

@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping
+from importlib import import_module
 from typing import Any
 
 from django.apps import apps
-from django.contrib.auth import get_user_model
+from django.conf import settings
+from django.contrib.auth import SESSION_KEY, get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -177,14 +179,46 @@ def account_delete(*, user: Any, password: str | None = None, check_password: bo
     moved = ReviewLog.objects.filter(learner=user).update(learner=holder, idempotency_key="")
     # The per-day counts follow the log; the learner's own rows go with the account.
     review_days.review_days_merge(from_learner_id=user.pk, into_learner_id=holder.pk)
-    _forget_log_ins(user.get_username())
+    _forget_log_ins(user)
+    _forget_sessions(user)
     user_id = user.pk
     user.delete()
     logger.info("Account %s deleted; %s reviews kept without a link to it", user_id, moved)
 
 
-def _forget_log_ins(username: str) -> None:
+def _forget_log_ins(user: Any) -> None:
+    """django-axes' rows for the username in any case (log-in matches it so), but not
+    those of another account whose username differs only in case."""
     from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 
+    username = user.get_username()
+    others = (
+        get_user_model()
+        .objects.filter(username__iexact=username)
+        .exclude(pk=user.pk)
+        .values_list("username", flat=True)
+    )
     for model in (AccessAttempt, AccessLog, AccessFailureLog):
-        model.objects.filter(username=username).delete()
+        model.objects.filter(username__iexact=username).exclude(username__in=others).delete()
+
+
+def _forget_sessions(user: Any) -> None:
+    """The learner's sessions in every browser, from the session table.
+
+    A session row names its user only inside its signed data, so every row is
+    decoded: the cost grows with the table (tens of µs a row), paid once per
+    deletion. Session engines without a table keep nothing to delete here.
+    """
+    store_class = import_module(settings.SESSION_ENGINE).SessionStore
+    if not hasattr(store_class, "get_model_class"):
+        return
+    user_id = str(user.pk)
+    decoder = store_class()
+    rows = store_class.get_model_class().objects.only("session_key", "session_data")
+    keys = [
+        row.session_key
+        for row in rows.iterator(chunk_size=2000)
+        if str(decoder.decode(row.session_data).get(SESSION_KEY)) == user_id
+    ]
+    for key in keys:
+        store_class(session_key=key).delete()  # the cached_db engine forgets its cache too

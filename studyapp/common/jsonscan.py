@@ -1,0 +1,92 @@
+"""How deep a JSON text nests, in time linear in its length, whatever its shape.
+
+The scan reads the bytes as a JSON parser would up to its first error, in three
+vectorised passes:
+
+1. a byte is escaped when the run of backslashes just before it has odd length
+   (one pass over the whole text, ``escaped_bytes``);
+2. a byte lies inside a string when an odd number of unescaped quotes precede it,
+   counting the one that opens the string (a running XOR, block by block);
+3. outside strings, ``[`` and ``{`` go one level down and ``]`` and ``}`` one up
+   (a running sum, block by block).
+
+On valid JSON this is the nesting a parser meets; on invalid JSON it is exact up to
+the parser's first error, which is as far as any parser recurses. Every pass costs
+the same per byte whatever the bytes are, so a run of ``"\\`` costs what any other
+text costs (a regex over strings backtracks on such runs and takes time quadratic in
+their length).
+
+The text must be UTF-8 or another encoding in which these six characters are
+single bytes that no other character contains; callers transcode anything else.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Bytes per block: the passes hold a few arrays of this many elements, so an 8 MiB
+# body needs a few MiB of scratch memory rather than several times its size.
+BLOCK_BYTES = 1 << 20
+
+_QUOTE = ord('"')
+_BACKSLASH = ord("\\")
+
+
+def escaped_bytes(codes: np.ndarray) -> np.ndarray | None:
+    """Which bytes other than backslashes an odd run of backslashes just before them
+    escapes, or None when the text holds no backslash. (n,) uint8 -> (n,) bool.
+
+    simdjson's carry trick on one big integer (bit i is byte i): adding a run's first
+    bit to the run carries to the bit just after it, and that bit's parity against the
+    start's gives the run's length parity. A handful of integer operations over n bits,
+    whatever the runs look like.
+    """
+    backslashes = codes == _BACKSLASH
+    if not backslashes.any():
+        return None
+    size = codes.size // 8 + 2  # room for the carry out of a run that ends the text
+    b = int.from_bytes(np.packbits(backslashes, bitorder="little").tobytes(), "little")
+    even = int.from_bytes(b"\x55" * size, "little")  # bits 0, 2, 4, ...
+    odd = even << 1
+    starts = b & ~(b << 1)
+    after_even_starts = (b + (starts & even)) & ~b
+    after_odd_starts = (b + (starts & odd)) & ~b
+    escaped = (after_even_starts & odd) | (after_odd_starts & even)
+    bits = np.frombuffer(escaped.to_bytes(size, "little"), dtype=np.uint8)
+    return np.unpackbits(bits, bitorder="little")[: codes.size].view(bool)
+
+
+def json_depth(body: bytes | bytearray) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (strings ignored)."""
+    if body.count(b"[") + body.count(b"{") == 0:
+        return 0
+    codes = np.frombuffer(body, dtype=np.uint8)
+    escaped = escaped_bytes(codes)
+    in_string = False  # the text so far ends inside a string
+    depth = 0  # nesting at the end of the text so far
+    deepest = 0
+    for start in range(0, codes.size, BLOCK_BYTES):
+        block = codes[start : start + BLOCK_BYTES]
+        quotes = block == _QUOTE
+        if escaped is not None:
+            quotes &= ~escaped[start : start + BLOCK_BYTES]
+        # +1 for [ and {, -1 for ] and }, as int8.
+        step = ((block == ord("[")) | (block == ord("{"))).view(np.int8) - (
+            (block == ord("]")) | (block == ord("}"))
+        ).view(np.int8)
+        if in_string or quotes.any():
+            inside = np.logical_xor.accumulate(quotes)
+            if in_string:
+                np.logical_not(inside, out=inside)
+            in_string = bool(inside[-1])
+            step &= inside.view(np.int8) - 1  # 0 inside strings, all ones outside
+        brackets = np.count_nonzero(step)
+        if not brackets:
+            continue
+        if brackets * 8 < step.size:
+            # The level only changes at brackets: summing those alone is the same walk.
+            step = step[np.flatnonzero(step)]
+        levels = np.cumsum(step, dtype=np.int32)
+        deepest = max(deepest, depth + int(levels.max()))
+        depth += int(levels[-1])
+    return deepest
