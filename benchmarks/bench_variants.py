@@ -48,6 +48,18 @@ def _draws(kind, params, seed) -> tuple[int, list[str]]:
     return 1000, first
 
 
+def _count_rejected(kind, g, rejected: dict[str, list[int]]) -> None:
+    """Add to ``rejected`` (label -> [rejected, applied]) each registered mistake on ``g``."""
+    for code in kind.mistakes:
+        for decimals in (None, STEP_DECIMALS):
+            answers = kind.answers_under(g.inputs, MISTAKES[code].recipe, decimals)
+            if answers is None:
+                continue
+            counts = rejected[f"{code}{'' if decimals is None else ' (rounded)'}"]
+            counts[0] += not accepted(kind, g, answers)
+            counts[1] += 1
+
+
 def bench(name: str, raw: dict, seeds: int) -> bool:
     kind = get_kind(name)
     params = kind.normalize_params(raw)
@@ -60,14 +72,7 @@ def bench(name: str, raw: dict, seeds: int) -> bool:
         right_ok += accepted(kind, g, rounded)
         if name in SOLVERS:
             hand_ok += accepted(kind, g, hand_answers(name, g.inputs, g.prompt))
-        for code in kind.mistakes:
-            for decimals in (None, STEP_DECIMALS):
-                answers = kind.answers_under(g.inputs, MISTAKES[code].recipe, decimals)
-                if answers is None:
-                    continue
-                counts = rejected[f"{code}{'' if decimals is None else ' (rounded)'}"]
-                counts[0] += not accepted(kind, g, answers)
-                counts[1] += 1
+        _count_rejected(kind, g, rejected)
     elapsed = time.perf_counter() - started
     sample = min(seeds, 200)
     drawn = [_draws(kind, params, s) for s in range(sample)]
@@ -89,7 +94,8 @@ def bench(name: str, raw: dict, seeds: int) -> bool:
         print(f"    first draw redrawn because {problem}: {count / sample:.1%}")
     print(f"  {'right method, steps rounded, accepted':48s} {right_ok / seeds:8.2%}")
     if name in SOLVERS:
-        print(f"  {'hand solver (each prompt rounding rule) accepted':48s} {hand_ok / seeds:8.2%}")
+        label = "hand solver (each prompt's rounding rule) accepted"
+        print(f"  {label:48s} {hand_ok / seeds:8.2%}")
     for label, (r, n) in sorted(rejected.items()):
         print(f"  {label + ' rejected':48s} {r / n:8.2%}  (of {n} where it applies)")
     return ok
