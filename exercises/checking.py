@@ -720,12 +720,18 @@ def _diagnose(
             # Does the mistake explain the later parts too, the way they were written?
             whole = bool(chain) and all(same(n, given[n], chain[n]) for n in later if n in chain)
             found.append(({"code": code, "parts": [step], "text": mistake.text}, whole))
-    # Two mistakes can make the same first wrong step (the scaled weights left unscaled, or
-    # both rows swapped): the one that also explains the later parts is the one made.
+    return _named(found, parts[step])
+
+
+def _named(found: list[tuple[dict[str, Any], bool]], part: PartResult) -> list[dict[str, Any]]:
+    """The diagnosis of ``part`` from ``(entry, explains the later parts too)`` pairs.
+
+    Two mistakes can make the same first wrong step (the scaled weights left unscaled, or
+    both rows swapped): the one that also explains the later parts is the one made.
+    """
     if any(whole for _, whole in found):
         found = [(entry, whole) for entry, whole in found if whole]
-    for entry, _ in found:
-        parts[step].diagnosis.append(entry["code"])
+    part.diagnosis.extend(entry["code"] for entry, _ in found)
     return [entry for entry, _ in found]
 
 

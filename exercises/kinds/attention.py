@@ -23,11 +23,13 @@ from exercises.kinds.base import (
     ParamSpec,
     as_json,
     register,
+    tex_matrix,
+)
+from exercises.kinds.hand import (
     scaled_score_error,
     softmax_by_hand,
     softmax_by_hand_fails,
     softmax_hand_slack,
-    tex_matrix,
 )
 
 SIZE_HELP = "Number of tokens (rows of Q, K and V)."

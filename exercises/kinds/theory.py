@@ -20,12 +20,14 @@ from exercises.kinds.base import (
     ParamSpec,
     as_json,
     register,
+    tex_vector,
+)
+from exercises.kinds.hand import (
     round_figures,
     scaled_score_error,
     softmax_by_hand,
     softmax_by_hand_fails,
     softmax_hand_slack,
-    tex_vector,
 )
 
 SHAPE_PARTS = (

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from exercises.checking import MISTAKES, accepted
 from exercises.kinds import get_kind
-from exercises.kinds.base import (
-    HALF_UNIT,
+from exercises.kinds.base import HALF_UNIT
+from exercises.kinds.hand import (
     round_figures,
     softmax_by_hand,
     softmax_by_hand_fails,
