@@ -3,7 +3,9 @@
 - for each registered mistake of the kind, the share of variants that reject it, done
   exactly and with every step rounded to three decimals (must be 100%);
 - the share of variants that accept the right method with every step rounded to three
-  decimals (must be 100%);
+  decimals, the unasked ones too (must be 100%);
+- the share that accept the hand solver of the tests (``tests/exercises/hand_solver.py``),
+  written from each prompt's own rounding rule (must be 100%; the ablation kind has none);
 - how many draws a seed needed on average and the time per variant.
 
 Variants come from ``exercises.variants.draw_variant``, the path every created exercise
@@ -29,6 +31,7 @@ from exercises.checking import MISTAKES, accepted, variant_problems
 from exercises.kinds import KINDS, get_kind
 from exercises.kinds.base import STEP_DECIMALS
 from exercises.variants import draw_rng, draw_variant
+from tests.exercises.hand_solver import SOLVERS, hand_answers
 from tests.exercises.sweep import PARAMETER_SETS
 
 
@@ -45,24 +48,31 @@ def _draws(kind, params, seed) -> tuple[int, list[str]]:
     return 1000, first
 
 
+def _count_rejected(kind, g, rejected: dict[str, list[int]]) -> None:
+    """Add to ``rejected`` (label -> [rejected, applied]) each registered mistake on ``g``."""
+    for code in kind.mistakes:
+        for decimals in (None, STEP_DECIMALS):
+            answers = kind.answers_under(g.inputs, MISTAKES[code].recipe, decimals)
+            if answers is None:
+                continue
+            counts = rejected[f"{code}{'' if decimals is None else ' (rounded)'}"]
+            counts[0] += not accepted(kind, g, answers)
+            counts[1] += 1
+
+
 def bench(name: str, raw: dict, seeds: int) -> bool:
     kind = get_kind(name)
     params = kind.normalize_params(raw)
     rejected: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    right_ok = 0
+    right_ok = hand_ok = 0
     started = time.perf_counter()
     for seed in range(seeds):
         g = draw_variant(kind, params, seed)
         rounded = kind.answers_under(g.inputs, {}, STEP_DECIMALS)
         right_ok += accepted(kind, g, rounded)
-        for code in kind.mistakes:
-            for decimals in (None, STEP_DECIMALS):
-                answers = kind.answers_under(g.inputs, MISTAKES[code].recipe, decimals)
-                if answers is None:
-                    continue
-                counts = rejected[f"{code}{'' if decimals is None else ' (rounded)'}"]
-                counts[0] += not accepted(kind, g, answers)
-                counts[1] += 1
+        if name in SOLVERS:
+            hand_ok += accepted(kind, g, hand_answers(name, g.inputs, g.prompt))
+        _count_rejected(kind, g, rejected)
     elapsed = time.perf_counter() - started
     sample = min(seeds, 200)
     drawn = [_draws(kind, params, s) for s in range(sample)]
@@ -70,7 +80,11 @@ def bench(name: str, raw: dict, seeds: int) -> bool:
     for _, problems in drawn:
         for problem in problems:
             first_problems[problem] += 1
-    ok = right_ok == seeds and all(r == n for r, n in rejected.values())
+    ok = (
+        right_ok == seeds
+        and hand_ok == (seeds if name in SOLVERS else 0)
+        and all(r == n for r, n in rejected.values())
+    )
     print(
         f"\n{name} {raw}: {seeds} variants, {elapsed / seeds * 1000:.1f} ms each; over the "
         f"first {sample} seeds {np.mean([d for d, _ in drawn]):.2f} draws per seed, "
@@ -79,6 +93,9 @@ def bench(name: str, raw: dict, seeds: int) -> bool:
     for problem, count in sorted(first_problems.items()):
         print(f"    first draw redrawn because {problem}: {count / sample:.1%}")
     print(f"  {'right method, steps rounded, accepted':48s} {right_ok / seeds:8.2%}")
+    if name in SOLVERS:
+        label = "hand solver (each prompt's rounding rule) accepted"
+        print(f"  {label:48s} {hand_ok / seeds:8.2%}")
     for label, (r, n) in sorted(rejected.items()):
         print(f"  {label + ' rejected':48s} {r / n:8.2%}  (of {n} where it applies)")
     return ok

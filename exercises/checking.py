@@ -32,6 +32,7 @@ must be marked correct.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -189,6 +190,62 @@ MISTAKES: dict[str, Mistake] = {
             "share_qk_only",
             "This counts only Q K^T in the n\N{MULTIPLICATION SIGN}n part: A V costs another n² d multiply-adds.",
             {"cost": "qk_only"},
+        ),
+        Mistake(
+            "causal_mask_transposed",
+            "This matches the causal mask transposed: each query read itself and the keys "
+            "after it. A query may read itself and the keys before it; the keys after its own "
+            "position are blocked.",
+            {"mask": "transposed"},
+        ),
+        Mistake(
+            "padding_on_queries",
+            "This matches blocking the padded positions as queries (their rows left at 0) "
+            "while the real tokens still read the padding: the padding mask blocks the padded "
+            "keys, the columns, for every query.",
+            {"mask": "queries"},
+        ),
+        Mistake(
+            "w_q_w_k_swapped",
+            "This matches swapping W_Q and W_K: the queries are X W_Q and the keys X W_K.",
+            {"projection": "w_q_w_k_swapped"},
+        ),
+        Mistake(
+            "sqrt_d_model_in_projection",
+            "This matches dividing by sqrt(d_model), the width of the token vectors: the "
+            "scale is 1/sqrt(d_k), the width of the queries and keys.",
+            {"scale": "sqrt_d_model"},
+        ),
+        Mistake(
+            "heads_concatenated_in_reverse",
+            "This matches concatenating the heads' outputs in reverse: head 1's columns come "
+            "first, then head 2's, and so on, before W_O.",
+            {"concat": "reversed"},
+        ),
+        Mistake(
+            "w_o_left_out",
+            "This matches the heads' outputs concatenated without W_O: the block's output is "
+            "that concatenation times W_O.",
+            {"concat": "no_w_o"},
+        ),
+        Mistake(
+            "params_without_w_o",
+            "This counts W_Q, W_K and W_V only, 3 d_model²: the output projection W_O adds "
+            "another d_model², 4 d_model² in all.",
+            {"cost": "no_w_o"},
+        ),
+        Mistake(
+            "ffn_one_matrix",
+            "This counts one matrix of the feed-forward network, d_model \N{MULTIPLICATION SIGN} 4 d_model: "
+            "it has two, up to 4 d_model and back, 8 d_model² in all.",
+            {"cost": "ffn_one_matrix"},
+        ),
+        Mistake(
+            "share_without_w_o",
+            "This leaves W_O out of the per-token part: the projections W_Q, W_K, W_V and W_O "
+            "take 4 n d² multiply-adds and the feed-forward network 8 n d², 12 n d² in all, "
+            "so the share is n / (n + 6 d).",
+            {"cost": "share_no_w_o"},
         ),
         Mistake(
             "params_with_biases",
@@ -452,18 +509,22 @@ def _against_own(
     ok: np.ndarray,
     rtol: float,
     atol: float,
+    expected: Any,
 ) -> tuple[np.ndarray, bool]:
     """A part checked against what follows from the learner's earlier parts (``follow``):
-    the cells now accepted, and whether the whole part follows from wrong earlier parts."""
+    the cells now accepted, and whether the whole part follows from wrong earlier parts
+    (or, for a part judged on its own size, from right ones that carry it too far)."""
+    exact = bool(ask.get("exact"))
     own = _cells_ok(
-        value,
-        _cells(ask, follow.value),
-        exact=bool(ask.get("exact")),
-        rtol=rtol,
-        atol=atol,
-        slack=follow.slack,
+        value, _cells(ask, follow.value), exact=exact, rtol=rtol, atol=atol, slack=follow.slack
     )
     if all(parts[u].correct for u in follow.uses):
+        if follow.own_size:
+            # A difference or ratio: right earlier parts carry only their rounding into it.
+            near = ok | _cells_ok(
+                value, _cells(ask, expected), exact=exact, rtol=rtol, atol=atol, slack=follow.slack
+            )
+            return near, bool(own.all() and not near.all())
         return ok | own, False  # right from right earlier parts: their rounding is carried
     # An earlier step left at zero is no step to follow from: all-zero weights give an
     # all-zero output, which earns nothing.
@@ -496,7 +557,9 @@ def mark(
         follow = follows.get(name)
         follows_part = False
         if not ok.all() and follow is not None and all(u in parts for u in follow.uses):
-            ok, follows_part = _against_own(ask, given[name], follow, parts, floats, ok, rtol, atol)
+            ok, follows_part = _against_own(
+                ask, given[name], follow, parts, floats, ok, rtol, atol, solution[name]
+            )
         cells = ok.size
         right = int(ok.sum())
         if right == cells:
@@ -645,7 +708,8 @@ def _diagnose(
     def same(name: str, a: Any, b: Any) -> bool:
         return _agree(ask_of[name], _cells(ask_of[name], a), b, rtol, atol)
 
-    found: list[dict[str, Any]] = []
+    later = names[names.index(step) + 1 :]
+    found: list[tuple[dict[str, Any], bool]] = []
     for code in kind.mistakes:
         mistake = MISTAKES[code]
         explained = False
@@ -657,8 +721,8 @@ def _diagnose(
             and not same(step, follow.value, right_follow.value)
         ):
             explained = matches(follow.value, follow.slack)
+        chain = _answers_under(kind, inputs, mistake.recipe)
         if not explained:
-            chain = _answers_under(kind, inputs, mistake.recipe)
             explained = bool(
                 chain
                 and step in chain
@@ -667,9 +731,22 @@ def _diagnose(
                 and matches(chain[step])
             )
         if explained:
-            found.append({"code": code, "parts": [step], "text": mistake.text})
-            parts[step].diagnosis.append(code)
-    return found
+            # Does the mistake explain the later parts too, the way they were written?
+            whole = bool(chain) and all(same(n, given[n], chain[n]) for n in later if n in chain)
+            found.append(({"code": code, "parts": [step], "text": mistake.text}, whole))
+    return _named(found, parts[step])
+
+
+def _named(found: list[tuple[dict[str, Any], bool]], part: PartResult) -> list[dict[str, Any]]:
+    """The diagnosis of ``part`` from ``(entry, explains the later parts too)`` pairs.
+
+    Two mistakes can make the same first wrong step (the scaled weights left unscaled, or
+    both rows swapped): the one that also explains the later parts is the one made.
+    """
+    if any(whole for _, whole in found):
+        found = [(entry, whole) for entry, whole in found if whole]
+    part.diagnosis.extend(entry["code"] for entry, _ in found)
+    return [entry for entry, _ in found]
 
 
 # --- Does a variant tell right from wrong? ---------------------------------------------
@@ -689,6 +766,7 @@ def variant_problems(kind: Any, generated: Any, decimals: int = 3) -> list[str]:
     right = kind.answers_under(generated.inputs, {}, decimals)
     if not accepted(kind, generated, right):
         problems.append(f"the right method rounded to {decimals} decimals is rejected")
+    problems += close_input_problems(kind, generated)
     for code in kind.mistakes:
         for step_decimals in (None, decimals):
             answers = kind.answers_under(generated.inputs, MISTAKES[code].recipe, step_decimals)
@@ -698,6 +776,48 @@ def variant_problems(kind: Any, generated: Any, decimals: int = 3) -> list[str]:
                 problems.append(f"{code} is accepted")
                 break
     return problems
+
+
+def close_input_problems(kind: Any, generated: Any) -> list[str]:
+    """A part judged on its own size (``Follow.own_size``: a difference or ratio of earlier
+    parts) must not be accepted off that size because its inputs were close: with its
+    earlier parts moved to the edges of their tolerance, each way, and the part computed
+    from them, the answer is marked correct only where the part is still within its own
+    tolerance (and the rounding the follow carries) of the expected value."""
+    right = kind.answers_under(generated.inputs, {})
+    floats = {
+        ask["name"]: np.asarray(_cells(ask, right[ask["name"]]), dtype=float)
+        for ask in generated.asks
+        if ask["name"] in right
+    }
+    problems = []
+    for name, follow in _follow_on(kind, generated.inputs, floats).items():
+        if not follow.own_size or not follow.uses:
+            continue
+        for signs in itertools.product((1.0, -1.0), repeat=len(follow.uses)):
+            moved = dict(floats)
+            for use, sign in zip(follow.uses, signs, strict=True):
+                edge = generated.atol + generated.rtol * np.abs(floats[use])
+                moved[use] = floats[use] + sign * EDGE * edge
+            carried = _follow_on(kind, generated.inputs, moved).get(name)
+            if carried is None:
+                continue
+            moved[name] = np.asarray(carried.value, dtype=float)
+            off = not _cells_ok(
+                moved[name],
+                generated.solution[name],
+                exact=False,
+                rtol=generated.rtol,
+                atol=generated.atol,
+                slack=follow.slack,
+            ).all()
+            if off and accepted(kind, generated, {**right, **moved}):
+                problems.append(f"a wrong {name} is accepted because its inputs were close")
+                break
+    return problems
+
+
+EDGE = 0.99  # how far into its tolerance an earlier part is moved by ``close_input_problems``
 
 
 def accepted(kind: Any, generated: Any, answers: Mapping[str, Any]) -> bool:

@@ -14,8 +14,8 @@ import numpy as np
 
 from exercises import engine, predictions
 from exercises.kinds.base import (
+    HALF_UNIT,
     ROUNDING_RULE,
-    STEP_DECIMALS,
     ExerciseKind,
     Follow,
     Generated,
@@ -24,6 +24,12 @@ from exercises.kinds.base import (
     as_json,
     register,
     tex_matrix,
+)
+from exercises.kinds.hand import (
+    scaled_score_error,
+    softmax_by_hand,
+    softmax_by_hand_fails,
+    softmax_hand_slack,
 )
 
 SIZE_HELP = "Number of tokens (rows of Q, K and V)."
@@ -47,6 +53,8 @@ ATTENTION_MISTAKES: tuple[str, ...] = (
     "k_not_transposed",
     "weights_transposed_in_output",
     "divided_by_d_k",
+    "causal_mask_transposed",
+    "padding_on_queries",
 )
 
 
@@ -71,26 +79,32 @@ def scores_by_recipe(
     scale: bool,
     recipe: Mapping[str, Any],
     d_model: int | None = None,
+    decimals: int | None = None,
 ) -> np.ndarray | None:
     """# (n_q, d_k), (n_k, d_k) -> (n_q, n_k): the scores before masking, as ``recipe`` says.
 
     Recipe keys: ``scores`` ("k_q": K Q^T, "q_k": Q K without transpose) and ``scale``
     ("none", "d_k": divided by d_k, "sqrt_d_model"). None when the mistake cannot be
     made with these shapes or would change nothing (no scale to forget, d_k = 1).
+    ``decimals`` divides by the square root written to that many decimals, as hand work does.
     """
-    d_k = Q.shape[1]
-    how = _scale_how(scale, recipe, d_k, d_model)
+    how = _scale_how(scale, recipe, Q.shape[1], d_model)
     raw = None if how is None else _raw_scores(Q, K, recipe.get("scores"))
     if raw is None:
         return None
-    scores: np.ndarray = raw
-    if how == "sqrt_dk":
-        scores = raw / np.sqrt(d_k)
-    elif how == "d_k":
-        scores = raw / d_k
-    elif how == "sqrt_d_model":
-        scores = raw / np.sqrt(d_model or d_k)  # d_model is set: _scale_how checked it
+    scores: np.ndarray = raw / _r(np.asarray(score_divisor(how, Q.shape[1], d_model)), decimals)
     return scores
+
+
+def score_divisor(how: str | None, d_k: int, d_model: int | None = None) -> float:
+    """What the recipe's scale divides Q K^T by."""
+    if how == "sqrt_dk":
+        return float(np.sqrt(d_k))
+    if how == "d_k":
+        return float(d_k)
+    if how == "sqrt_d_model":
+        return float(np.sqrt(d_model or d_k))
+    return 1.0
 
 
 def _scale_how(scale: bool, recipe: Mapping[str, Any], d_k: int, d_model: int | None) -> str | None:
@@ -123,33 +137,124 @@ def _raw_scores(Q: np.ndarray, K: np.ndarray, order: object) -> np.ndarray | Non
     return raw
 
 
-@np.errstate(over="ignore", under="ignore", invalid="ignore")
-def weights_by_recipe(
-    scores: np.ndarray, mask: np.ndarray, recipe: Mapping[str, Any]
-) -> np.ndarray | None:
-    """# (n_q, n_k) scores, (n_q, n_k) bool -> (n_q, n_k) weights, as ``recipe`` says.
+def score_error(
+    scores: np.ndarray,
+    scale: bool,
+    recipe: Mapping[str, Any],
+    d_k: int,
+    d_model: int | None = None,
+    *,
+    whole: bool = True,
+) -> np.ndarray:
+    """How far a score written by hand (the square root and the quotient written to three
+    decimals) can be off; 0 for dot products of whole numbers left unscaled (``whole``)."""
+    how = _scale_how(scale, recipe, d_k, d_model)
+    if how in ("sqrt_dk", "sqrt_d_model"):
+        return scaled_score_error(scores, score_divisor(how, d_k, d_model))
+    return np.full(np.shape(scores), 0.0 if whole and how != "d_k" else HALF_UNIT)
 
-    Recipe keys: ``mask`` ("ignored", "zero_after": blocked weights zeroed after the
-    softmax, "zero_score": blocked scores set to 0) and ``softmax_axis`` (0 = down each
-    column). None when the mistake cannot be made (no mask to forget; a softmax down a
-    column that every query blocks).
+
+def _blocked_padding(mask: np.ndarray) -> np.ndarray:
+    """The positions every query blocks as keys: the padded tokens."""
+    return np.asarray(mask.all(axis=0))
+
+
+def _recipe_logits(
+    scores: np.ndarray, mask: np.ndarray, recipe: Mapping[str, Any]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """What the recipe's softmax reads (minus infinity where it blocks) and which cells it
+    zeroes afterwards; None when the recipe's mask mistake cannot be made here.
+
+    Mask recipes: "ignored", "zero_after" (blocked weights zeroed after the softmax),
+    "zero_score" (blocked scores set to 0), "transposed" (the mask's transpose: a causal
+    mask then blocks the past) and "queries" (the padded positions blocked as queries: their
+    rows zero, the real rows read every key).
     """
     mode = recipe.get("mask", "before")
+    zero = np.zeros(mask.shape, dtype=bool)
     if mode != "before" and not mask.any():
         return None
     if mode == "before":
-        z = np.where(mask, -np.inf, scores)
-    elif mode == "zero_score":
-        z = np.where(mask, 0.0, scores)
-    else:
-        z = scores
+        return np.where(mask, -np.inf, scores), zero
+    if mode == "zero_score":
+        return np.where(mask, 0.0, scores), zero
+    if mode == "zero_after":
+        return scores, mask
+    if mode == "transposed":
+        if mask.shape[0] != mask.shape[1] or (mask == mask.T).all() or mask.T.all(axis=1).any():
+            return None
+        return np.where(mask.T, -np.inf, scores), zero
+    if mode == "queries":
+        padded = _blocked_padding(mask)
+        if not padded.any() or mask.shape[0] != mask.shape[1]:
+            return None
+        return scores, np.broadcast_to(padded[:, None], mask.shape)
+    return scores, zero  # "ignored"
+
+
+@np.errstate(over="ignore", under="ignore", invalid="ignore")
+def weights_by_recipe(
+    scores: np.ndarray,
+    mask: np.ndarray,
+    recipe: Mapping[str, Any],
+    decimals: int | None = None,
+) -> np.ndarray | None:
+    """# (n_q, n_k) scores, (n_q, n_k) bool -> (n_q, n_k) weights, as ``recipe`` says.
+
+    Recipe keys: ``mask`` (see ``_recipe_logits``) and ``softmax_axis`` (0 = down each
+    column; a column every query blocks then stays 0). None when the mistake cannot be
+    made (no mask to forget). ``decimals`` does the softmax by hand (``softmax_by_hand``).
+    """
+    found = _recipe_logits(scores, mask, recipe)
+    if found is None:
+        return None
+    z, zeroed = found
+    down = recipe.get("softmax_axis", -1) == 0
+    if down:
+        z = z.T
+    live = np.isfinite(z).any(axis=1)
+    if not live.any():
+        return None
+    weights = np.zeros(z.shape)
     try:
-        weights = engine.softmax(z, axis=recipe.get("softmax_axis", -1))
+        weights[live] = (
+            engine.softmax(z[live]) if decimals is None else softmax_by_hand(z[live], decimals)
+        )
     except ValueError:
         return None
-    if mode == "zero_after":
-        weights = np.where(mask, 0.0, weights)
-    return weights
+    if not down and not live.all():
+        return None  # a query with every key blocked: the recipe cannot be followed
+    if down:
+        weights = weights.T
+    out: np.ndarray = np.where(zeroed, 0.0, weights)
+    return out
+
+
+def weights_slack(
+    scores: np.ndarray,
+    mask: np.ndarray,
+    recipe: Mapping[str, Any],
+    error: Any = 0.0,
+) -> Any:
+    """# (n_q, n_k) -> (n_q, n_k): how far ``weights_by_recipe`` done by hand can land from
+    the exact weights (``softmax_hand_slack``); ``error`` bounds each written score's error."""
+    found = _recipe_logits(scores, mask, recipe)
+    if found is None:
+        return 0.0
+    z, zeroed = found
+    sigma = np.broadcast_to(np.asarray(error, dtype=float), z.shape)
+    if recipe.get("softmax_axis", -1) == 0:
+        slack = softmax_hand_slack(z.T, None, sigma.T).T
+    else:
+        slack = softmax_hand_slack(z, None, sigma)
+    return np.where(zeroed, 0.0, slack)
+
+
+def hand_fails(scores: np.ndarray, mask: np.ndarray, error: Any = 0.0) -> str | None:
+    """Why the lesson's softmax by hand cannot be done on these scores, or None."""
+    if softmax_by_hand_fails(np.where(mask, -np.inf, scores), None, error):
+        return "the exponentials of a row all but vanish at three decimals"
+    return None
 
 
 def mix_by_recipe(
@@ -178,14 +283,15 @@ def attention_by_recipe(
     """One head computed the way ``recipe`` says; the empty recipe is the right way.
 
     # (n, d_k), (n, d_k), (n, d_v), (n, n) bool -> scores (n, n), weights (n, n), output (n, d_v)
-    ``decimals`` rounds the scores, the weights and the output as hand work writes them.
-    Returns None when the mistake cannot be made with these inputs.
+    ``decimals`` does it by hand: the square root, the scores, each e^s, the weights and
+    the output written to that many decimals. Returns None when the mistake cannot be
+    made with these inputs.
     """
-    scores = scores_by_recipe(Q, K, scale, recipe, d_model)
+    scores = scores_by_recipe(Q, K, scale, recipe, d_model, decimals)
     if scores is None:
         return None
     scores = _r(scores, decimals)
-    weights = weights_by_recipe(scores, mask, recipe)
+    weights = weights_by_recipe(scores, mask, recipe, decimals)
     if weights is None:
         return None
     weights = _r(weights, decimals)
@@ -317,7 +423,16 @@ class _AttentionFamily(ExerciseKind):
         if "scores" in self.asked:
             weights = weights_by_recipe(given["scores"], mask, recipe)
             if weights is not None:
-                out["weights"] = Follow(weights, ("scores",), "your scores")
+                slack = weights_slack(given["scores"], mask, recipe)
+                out["weights"] = Follow(weights, ("scores",), "your scores", slack)
+        else:
+            found = self._scores(inputs, recipe)
+            weights = None if found is None else weights_by_recipe(found[0], mask, recipe)
+            if found is not None and weights is not None:
+                # The scores are not asked: the weights follow from the inputs, with what
+                # writing the scores and each e^s by hand carries.
+                slack = weights_slack(found[0], mask, recipe, found[1])
+                out["weights"] = Follow(weights, (), "the inputs", slack)
         if "output" in self.asked:
             (V,) = _arrays(inputs, "V")
             output = mix_by_recipe(given["weights"], V, recipe)
@@ -325,11 +440,26 @@ class _AttentionFamily(ExerciseKind):
                 out["output"] = Follow(output, ("weights",), "your weights")
         return out
 
+    @staticmethod
+    def _scores(
+        inputs: Mapping[str, Any], recipe: Mapping[str, Any]
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The exact scores the recipe computes, and how far writing them by hand moves them."""
+        Q, K = _arrays(inputs, "Q", "K")
+        scale = bool(inputs.get("scale", True))
+        scores = scores_by_recipe(Q, K, scale, recipe)
+        if scores is None:
+            return None
+        return scores, score_error(scores, scale, recipe, Q.shape[1])
+
     def degenerate(self, generated: Generated) -> str | None:
         mask = np.asarray(generated.inputs["mask"], dtype=bool)
         reason = weights_degenerate(np.asarray(generated.solution["weights"]), mask)
         if reason is None and "output" in generated.solution:
             reason = output_degenerate(generated.solution["output"], generated.atol)
+        found = self._scores(generated.inputs, {})
+        if reason is None and found is not None:
+            reason = hand_fails(found[0], mask, found[1])
         return reason or predictions.question_problem(generated)
 
 
@@ -497,7 +627,7 @@ class ProjectionKind(ExerciseKind):
         "mask": ParamSpec("choice", "none", "Which keys are blocked.", choices=("none", "causal")),
         "scale": SCALE_SPEC,
     }
-    mistakes = ATTENTION_MISTAKES
+    mistakes = (*ATTENTION_MISTAKES, "w_q_w_k_swapped", "sqrt_d_model_in_projection")
 
     def finish_params(self, params: dict[str, Any]) -> dict[str, Any]:
         if params["preset"] == "lesson":
@@ -603,8 +733,14 @@ class ProjectionKind(ExerciseKind):
     ) -> dict[str, np.ndarray] | None:
         X, Wq, Wk, Wv = _arrays(inputs, "X", "W_Q", "W_K", "W_V")
         mask = np.asarray(inputs["mask"], dtype=bool)
+        if recipe.get("projection") == "w_q_w_k_swapped":
+            if np.array_equal(Wq, Wk):
+                return None
+            Wq, Wk = Wk, Wq
         Q, K, V = (_r(X @ W, decimals) for W in (Wq, Wk, Wv))
-        out = attention_by_recipe(Q, K, V, mask, bool(inputs["scale"]), recipe, decimals=decimals)
+        out = attention_by_recipe(
+            Q, K, V, mask, bool(inputs["scale"]), recipe, X.shape[1], decimals=decimals
+        )
         if out is None:
             return None
         return {"Q": Q, "K": K, "V": V, "weights": out["weights"], "output": out["output"]}
@@ -617,11 +753,15 @@ class ProjectionKind(ExerciseKind):
     ) -> dict[str, Follow]:
         recipe = recipe or {}
         mask = np.asarray(inputs["mask"], dtype=bool)
+        scale, d_model = bool(inputs["scale"]), len(inputs["X"][0])
         out: dict[str, Follow] = {}
-        scores = scores_by_recipe(given["Q"], given["K"], bool(inputs["scale"]), recipe)
+        scores = scores_by_recipe(given["Q"], given["K"], scale, recipe, d_model)
         weights = None if scores is None else weights_by_recipe(scores, mask, recipe)
-        if weights is not None:
-            out["weights"] = Follow(weights, ("Q", "K"), "your Q and K")
+        if scores is not None and weights is not None:
+            whole = bool(np.all(np.mod(given["Q"], 1) == 0) and np.all(np.mod(given["K"], 1) == 0))
+            error = score_error(scores, scale, recipe, given["Q"].shape[1], d_model, whole=whole)
+            slack = weights_slack(scores, mask, recipe, error)
+            out["weights"] = Follow(weights, ("Q", "K"), "your Q and K", slack)
         output = mix_by_recipe(given["weights"], given["V"], recipe)
         if output is not None:
             out["output"] = Follow(output, ("weights", "V"), "your weights and V")
@@ -629,9 +769,15 @@ class ProjectionKind(ExerciseKind):
 
     def degenerate(self, generated: Generated) -> str | None:
         mask = np.asarray(generated.inputs["mask"], dtype=bool)
-        return weights_degenerate(
-            np.asarray(generated.solution["weights"]), mask
-        ) or output_degenerate(generated.solution["output"], generated.atol)
+        X, Wq, Wk = _arrays(generated.inputs, "X", "W_Q", "W_K")
+        scale = bool(generated.inputs["scale"])
+        scores = scores_by_recipe(X @ Wq, X @ Wk, scale, {})
+        assert scores is not None  # the right recipe always applies
+        return (
+            weights_degenerate(np.asarray(generated.solution["weights"]), mask)
+            or output_degenerate(generated.solution["output"], generated.atol)
+            or hand_fails(scores, mask, score_error(scores, scale, {}, Wq.shape[1]))
+        )
 
 
 class _MaskedWeightsKind(_AttentionFamily):
@@ -644,6 +790,8 @@ class _MaskedWeightsKind(_AttentionFamily):
         "softmax_over_queries",
         "scores_transposed",
         "k_not_transposed",
+        "causal_mask_transposed",
+        "padding_on_queries",
     )
     asked = ("weights",)
 
@@ -793,6 +941,9 @@ class MultiHeadKind(ExerciseKind):
         "softmax_over_queries",
         "scores_transposed",
         "weights_transposed_in_output",
+        "causal_mask_transposed",
+        "heads_concatenated_in_reverse",
+        "w_o_left_out",
     )
     max_attempts = 4
 
@@ -870,7 +1021,9 @@ class MultiHeadKind(ExerciseKind):
     ) -> dict[str, np.ndarray] | None:
         X, Wq, Wk, Wv, Wo = _arrays(inputs, "X", "W_Q", "W_K", "W_V", "W_O")
         mask = np.asarray(inputs["mask"], dtype=bool)
-        _, cols = self._heads(inputs)
+        h, cols = self._heads(inputs)
+        if recipe.get("concat") == "reversed" and h == 1:
+            return None
         Q, K, V = X @ Wq, X @ Wk, X @ Wv
         out: dict[str, np.ndarray] = {}
         heads = []
@@ -889,7 +1042,7 @@ class MultiHeadKind(ExerciseKind):
                 return None
             out[f"weights_head_{i}"] = one["weights"]
             heads.append(one["output"])
-        out["output"] = _r(np.concatenate(heads, axis=1) @ Wo, decimals)
+        out["output"] = _r(_block_output(heads, Wo, recipe), decimals)
         return out
 
     def follow_on(
@@ -899,31 +1052,51 @@ class MultiHeadKind(ExerciseKind):
         recipe: Mapping[str, Any] | None = None,
     ) -> dict[str, Follow]:
         recipe = recipe or {}
-        X, Wv, Wo = _arrays(inputs, "X", "W_V", "W_O")
+        X, Wq, Wk, Wv, Wo = _arrays(inputs, "X", "W_Q", "W_K", "W_V", "W_O")
+        mask = np.asarray(inputs["mask"], dtype=bool)
+        scale, d_model = bool(inputs["scale"]), X.shape[1]
         h, cols = self._heads(inputs)
-        V = X @ Wv
+        Q, K, V = X @ Wq, X @ Wk, X @ Wv
+        out: dict[str, Follow] = {}
         heads: list[np.ndarray] = []
         for i, c in enumerate(cols):
+            # The scores are not asked: each head's weights follow from the inputs, with
+            # what writing the scores and each e^s by hand carries.
+            scores = scores_by_recipe(Q[:, c], K[:, c], scale, recipe, d_model)
+            weights = None if scores is None else weights_by_recipe(scores, mask, recipe)
+            if scores is not None and weights is not None:
+                error = score_error(scores, scale, recipe, Q[:, c].shape[1], d_model)
+                slack = weights_slack(scores, mask, recipe, error)
+                out[f"weights_head_{i}"] = Follow(weights, (), "the inputs", slack)
             head = mix_by_recipe(given[f"weights_head_{i}"], V[:, c], recipe)
-            if head is None:
-                return {}
-            heads.append(head)
+            if head is not None:
+                heads.append(head)
+        if len(heads) < h or (recipe.get("concat") == "reversed" and h == 1):
+            return out
         # The heads' outputs are not asked: rounding each to three decimals moves an
         # output cell by up to half a unit of the third decimal times its column of |W_O|.
-        slack = 0.5 * 10.0**-STEP_DECIMALS * np.abs(Wo).sum(axis=0)
-        return {
-            "output": Follow(
-                np.concatenate(heads, axis=1) @ Wo,
-                tuple(f"weights_head_{i}" for i in range(h)),
-                "your head weights",
-                np.broadcast_to(slack, (X.shape[0], Wo.shape[1])),
-            )
-        }
+        carried = np.abs(Wo).sum(axis=0) if recipe.get("concat") != "no_w_o" else 1.0
+        slack = HALF_UNIT * np.broadcast_to(carried, (X.shape[0], Wo.shape[1]))
+        out["output"] = Follow(
+            _block_output(heads, Wo, recipe),
+            tuple(f"weights_head_{i}" for i in range(h)),
+            "your head weights",
+            slack,
+        )
+        return out
 
     def degenerate(self, generated: Generated) -> str | None:
         mask = np.asarray(generated.inputs["mask"], dtype=bool)
-        for i in range(int(generated.inputs["heads"])):
+        X, Wq, Wk = _arrays(generated.inputs, "X", "W_Q", "W_K")
+        scale = bool(generated.inputs["scale"])
+        _, cols = self._heads(generated.inputs)
+        for i, c in enumerate(cols):
             reason = weights_degenerate(np.asarray(generated.solution[f"weights_head_{i}"]), mask)
+            scores = scores_by_recipe((X @ Wq)[:, c], (X @ Wk)[:, c], scale, {})
+            assert scores is not None  # the right recipe always applies
+            reason = reason or hand_fails(
+                scores, mask, score_error(scores, scale, {}, X.shape[1] // len(cols))
+            )
             if reason:
                 return f"head {i}: {reason}"
         return output_degenerate(generated.solution["output"], generated.atol)
@@ -943,6 +1116,15 @@ def head_columns(h: int, d_head: int) -> str:
         cols = f"column {first}" if first == last else f"columns {first} to {last}"
         spans.append(f"head {i + 1} uses {cols}")
     return "; ".join(spans)
+
+
+def _block_output(heads: list[np.ndarray], Wo: np.ndarray, recipe: Mapping[str, Any]) -> np.ndarray:
+    """# h x (n, d_k), (d_model, d_model) -> (n, d_model): the heads concatenated in order,
+    times W_O; ``concat`` "reversed" puts the last head first, "no_w_o" leaves W_O out."""
+    how = recipe.get("concat")
+    joined = np.concatenate(heads[::-1] if how == "reversed" else heads, axis=1)
+    out: np.ndarray = joined if how == "no_w_o" else joined @ Wo
+    return out
 
 
 def _predict_first(generated: Generated, how: str, rng: np.random.Generator) -> Generated:

@@ -19,9 +19,12 @@ DEFAULT_ATOL = 0.005
 DEFAULT_MAX_ATTEMPTS = 3
 # Hand work may round every step it writes down to this many decimals.
 STEP_DECIMALS = 3
+HALF_UNIT = 0.5 * 10.0**-STEP_DECIMALS  # the most writing a number to STEP_DECIMALS moves it
 ROUNDING_RULE = (
-    "Rounding: write every step to three decimals or more. A cell is accepted within "
-    "0.005 + 1% of the expected value, and each later part is also checked against what "
+    "Rounding: write every step to three decimals or more, the exponentials $e^s$ too (as "
+    "the lesson's worked example does, with or without first subtracting the row's largest "
+    "score). A cell is accepted within 0.005 + 1% of the expected value, widened by what "
+    "those written steps can carry, and each later part is also checked against what "
     "follows from your own earlier answers, so rounding an earlier step never costs a later one."
 )
 
@@ -143,13 +146,23 @@ class Follow:
     ``value`` has the part's shape; ``uses`` names the earlier asked parts it is computed
     from, ``words`` says so to the learner ("your scores"); ``slack`` (a number or an
     array of the part's shape) widens the tolerance by what rounding the steps in between
-    that are not asked (to ``STEP_DECIMALS``) can move a cell.
+    that are not asked (to ``STEP_DECIMALS``) can move a cell. With ``uses`` empty the
+    part is computed from the inputs alone: ``slack`` then widens the expected answer's
+    tolerance by what the hand steps before it carry.
+
+    ``own_size``: the part is a difference or ratio of the parts in ``uses``, so earlier
+    parts right only within their tolerance can carry it far off its own size. From right
+    earlier parts it is then judged against the expected value on its own tolerance,
+    widened by ``slack`` (set it to what writing the ``uses`` parts to ``STEP_DECIMALS``
+    carries), not accepted merely for following; a value that follows from them but
+    misses that earns the half credit of a part that follows.
     """
 
     value: Any
     uses: tuple[str, ...]
     words: str
     slack: Any = 0.0
+    own_size: bool = False
 
 
 @dataclass

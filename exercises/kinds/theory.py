@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from exercises import engine, predictions
 from exercises.kinds.base import (
+    HALF_UNIT,
     ROUNDING_RULE,
     ExerciseKind,
     Follow,
@@ -19,6 +21,13 @@ from exercises.kinds.base import (
     as_json,
     register,
     tex_vector,
+)
+from exercises.kinds.hand import (
+    round_figures,
+    scaled_score_error,
+    softmax_by_hand,
+    softmax_by_hand_fails,
+    softmax_hand_slack,
 )
 
 SHAPE_PARTS = (
@@ -167,6 +176,43 @@ def _sizes_differ(n: int, d_model: int, h: int) -> bool:
 
 
 PE_LAYOUTS = ("interleaved", "sines_then_cosines", "either")
+PE_ANGLE_ERROR = 0.001  # what writing 10000^(2i/d) may move an angle: with the angle and
+# the sine each written to three decimals, well inside the 0.005 a cell is accepted within
+
+
+def pe_figures(positions: Sequence[int], d: int) -> int:
+    """The significant figures of 10000^(2i/d) that keep every angle within PE_ANGLE_ERROR.
+
+    Written to k figures the divisor is off by at most a share 0.5 * 10^(1-k) of itself, so
+    the angle by that share of itself; the largest angle past i = 0 (whose divisor is 1) is
+    the largest position over 10000^(2/d). Never fewer than four: three decimals of a
+    divisor of at least 1."""
+    if d == 2 or not positions:
+        return 4
+    largest = max(positions) / 10000 ** (2 / d)
+    return max(4, math.ceil(1 + math.log10(max(largest, 1e-12) / (2 * PE_ANGLE_ERROR))))
+
+
+def pe_rounding_rule(figures: int) -> str:
+    return (
+        rf"Rounding: write each $10000^{{2i/d_{{model}}}}$ to {figures} significant figures "
+        "(fewer would move the largest angles here by more than the tolerance), and every "
+        "other step, the angles too, to three decimals or more. A cell is accepted within "
+        "0.005 + 1% of the expected value."
+    )
+
+
+def pe_rows_by_hand(positions: Sequence[int], d: int, layout: str, decimals: int) -> np.ndarray:
+    """``pe_rows`` as the prompt's rounding asks: each 10000^(2i/d) to ``pe_figures``
+    significant figures, the angles and the sines and cosines to ``decimals`` decimals."""
+    divisor = round_figures(10000 ** (2 * np.arange(d // 2) / d), pe_figures(positions, d))
+    angle = np.round(np.asarray(positions, dtype=float)[:, None] / divisor, decimals)
+    sin, cos = np.round(np.sin(angle), decimals), np.round(np.cos(angle), decimals)
+    if layout == "sines_then_cosines":
+        return np.concatenate([sin, cos], axis=1)
+    rows = np.empty((len(positions), d))
+    rows[:, 0::2], rows[:, 1::2] = sin, cos
+    return rows
 
 
 def pe_rows(positions: Sequence[int] | np.ndarray, d: int, layout: str) -> np.ndarray:
@@ -256,7 +302,7 @@ class PositionalEncodingKind(ExerciseKind):
             + rf" With $d_{{model}} = {d}$, write the vector $PE_{{pos}}$ for "
             + ", ".join(f"$pos = {p}$" for p in picked)
             + " (angles in radians). "
-            + ROUNDING_RULE
+            + pe_rounding_rule(pe_figures(picked, d))
         )
         rows = pe_rows(picked, d, "interleaved" if layout == "either" else layout)
         return self.variant(
@@ -287,13 +333,16 @@ class PositionalEncodingKind(ExerciseKind):
                 or d == 2
             ):
                 return None
-            rows = pe_rows(positions, d, how)
-        elif how == "swapped":
-            rows = _swap_sin_cos(pe_rows(positions, d, asked), asked)
+            layout = how
         else:
-            rows = pe_rows(positions, d, asked)
-        if decimals is not None:
-            rows = np.round(rows, decimals)
+            layout = asked
+        rows = (
+            pe_rows(positions, d, layout)
+            if decimals is None
+            else pe_rows_by_hand(positions, d, layout, decimals)
+        )
+        if how == "swapped":
+            rows = _swap_sin_cos(rows, layout)
         return {f"pe_{p}": rows[i] for i, p in enumerate(positions)}
 
     def accepted_alternatives(self, inputs: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -336,7 +385,7 @@ class ScalingKind(ExerciseKind):
             choices=("none", "scale_effect"),
         ),
     }
-    mistakes = ("sd_for_variance", "divided_by_d_k", "scale_swapped")
+    mistakes = ("sd_for_variance", "divided_by_d_k", "no_scale", "scale_swapped")
 
     def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         d_k, n = params["d_k"], params["n"]
@@ -374,24 +423,66 @@ class ScalingKind(ExerciseKind):
     ) -> dict[str, np.ndarray] | None:
         d_k = inputs["d_k"]
         s = np.asarray(inputs["scores"], dtype=float)
+        if decimals is None:
+            scaled, unscaled = engine.softmax(s / np.sqrt(d_k)), engine.softmax(s)
+            by_d_k = engine.softmax(s / d_k)
+        else:
+            # By hand: sqrt(d_k) and each scaled score written to three decimals, then the
+            # lesson's softmax (each e^s written so too).
+            root = np.round(np.sqrt(d_k), decimals)
+            scaled = softmax_by_hand(np.round(s / root, decimals)[None], decimals)[0]
+            unscaled = softmax_by_hand(s[None], decimals)[0]
+            by_d_k = softmax_by_hand(np.round(s / d_k, decimals)[None], decimals)[0]
         out = {
             "variance": np.asarray(float(d_k)),
-            "weights_scaled": engine.softmax(s / np.sqrt(d_k)),
-            "weights_unscaled": engine.softmax(s),
+            "weights_scaled": scaled,
+            "weights_unscaled": unscaled,
         }
         if recipe.get("scaling") == "sd":
             out["variance"] = np.asarray(np.sqrt(d_k))
         elif recipe.get("scale") == "d_k":
-            out["weights_scaled"] = engine.softmax(s / d_k)
+            out["weights_scaled"] = by_d_k
+        elif recipe.get("scale") == "none":
+            out["weights_scaled"] = unscaled
         elif recipe.get("scaling") == "swapped":
-            out["weights_scaled"], out["weights_unscaled"] = (
-                out["weights_unscaled"],
-                out["weights_scaled"],
-            )
+            out["weights_scaled"], out["weights_unscaled"] = unscaled, scaled
         elif recipe:
             return None
         if decimals is not None:
             out = {k: np.round(v, decimals) for k, v in out.items()}
+        return out
+
+    def follow_on(
+        self,
+        inputs: dict[str, Any],
+        given: Mapping[str, np.ndarray],
+        recipe: Mapping[str, Any] | None = None,
+    ) -> dict[str, Follow]:
+        """Both rows follow from the inputs alone, with what the softmax by hand carries."""
+        recipe = recipe or {}
+        d_k = inputs["d_k"]
+        s = np.asarray(inputs["scores"], dtype=float)
+        rows = {
+            "scaled": (s / np.sqrt(d_k), scaled_score_error(s / np.sqrt(d_k), np.sqrt(d_k))),
+            "unscaled": (s, np.zeros_like(s)),
+            "by_d_k": (s / d_k, np.full(s.shape, HALF_UNIT)),
+        }
+        which = {"weights_scaled": "scaled", "weights_unscaled": "unscaled"}
+        if recipe.get("scale") == "d_k":
+            which["weights_scaled"] = "by_d_k"
+        elif recipe.get("scale") == "none":
+            which["weights_scaled"] = "unscaled"
+        elif recipe.get("scaling") == "swapped":
+            which = {"weights_scaled": "unscaled", "weights_unscaled": "scaled"}
+        out = {}
+        for part, row in which.items():
+            z, error = rows[row]
+            out[part] = Follow(
+                engine.softmax(z),
+                (),
+                "the inputs",
+                softmax_hand_slack(z[None], None, error[None])[0],
+            )
         return out
 
     def degenerate(self, generated: Generated) -> str | None:
@@ -401,6 +492,12 @@ class ScalingKind(ExerciseKind):
             return "the unscaled row does not saturate"
         if scaled >= SATURATED:
             return "the scaled row saturates too"
+        s = np.asarray(generated.inputs["scores"], dtype=float)
+        root = np.sqrt(generated.inputs["d_k"])
+        if softmax_by_hand_fails(s[None]) or softmax_by_hand_fails(
+            (s / root)[None], None, scaled_score_error(s / root, root)[None]
+        ):
+            return "the exponentials of a row all but vanish at three decimals"
         return None
 
 
@@ -438,7 +535,14 @@ class CostKind(ExerciseKind):
     # Counts are checked exactly (asks marked exact); the share within 1%.
     rtol = 0.01
     atol = 0.0
-    mistakes = ("bytes_one_head", "share_qk_only", "params_with_biases")
+    mistakes = (
+        "bytes_one_head",
+        "share_qk_only",
+        "params_with_biases",
+        "params_without_w_o",
+        "ffn_one_matrix",
+        "share_without_w_o",
+    )
 
     def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n, d, h, L, b = (
@@ -500,18 +604,13 @@ class CostKind(ExerciseKind):
             "quadratic_share": quadratic_share(n, d),
         }
         how = recipe.get("cost")
-        if how == "one_head":
-            if h * L == 1:
-                return None
-            out["score_bytes"] = n * n * b
-        elif how == "qk_only":
-            # Counting only Q K^T: n²d / (n²d + 12nd²) = n / (n + 12d).
-            out["quadratic_share"] = n / (n + 12 * d)
-        elif how == "biases":
-            out["attention_params"] = 4 * d * d + 4 * d
-            out["ffn_params"] = 8 * d * d + 5 * d
-        elif recipe:
+        if how is None and recipe:
             return None
+        if how is not None:
+            changed = _cost_mistake(str(how), n, d, h * L, b)
+            if changed is None:
+                return None
+            out.update(changed)
         if decimals is not None:
             out["quadratic_share"] = float(f"{out['quadratic_share']:.3g}")
         return {k: np.asarray(v, dtype=object if k in COUNTS else float) for k, v in out.items()}
@@ -531,6 +630,26 @@ class CostKind(ExerciseKind):
                 "your score entries",
             )
         }
+
+
+def _cost_mistake(how: str, n: int, d: int, heads_layers: int, b: int) -> dict[str, Any] | None:
+    """The counts a cost mistake changes; None where it cannot be made or the share's
+    tolerance cannot show it."""
+    if how == "one_head":
+        return None if heads_layers == 1 else {"score_bytes": n * n * b}
+    if how == "qk_only":
+        # Counting only Q K^T: n²d / (n²d + 12nd²) = n / (n + 12d).
+        return {"quadratic_share": n / (n + 12 * d)}
+    if how == "biases":
+        return {"attention_params": 4 * d * d + 4 * d, "ffn_params": 8 * d * d + 5 * d}
+    if how == "no_w_o":
+        return {"attention_params": 3 * d * d}
+    if how == "ffn_one_matrix":
+        return {"ffn_params": 4 * d * d}
+    if how == "share_no_w_o" and d / (n + 5 * d) > CostKind.rtol:
+        # 2n²d / (2n²d + 10nd²) = n / (n + 5d): within 1% of n / (n + 6d) once n > 95 d.
+        return {"quadratic_share": n / (n + 5 * d)}
+    return None
 
 
 def _as_int(value: Any) -> Any:

@@ -151,6 +151,21 @@ DIAGNOSES = [
     ("bytes_one_head", "cost", {}),
     ("share_qk_only", "cost", {}),
     ("params_with_biases", "cost", {}),
+    ("no_scale", "scaling", {}),
+    ("causal_mask_transposed", "causal", {}),
+    ("causal_mask_transposed", "attention", {"mask": "causal"}),
+    ("causal_mask_transposed", "multi_head", {"mask": "causal"}),
+    ("causal_mask_transposed", "projection", {"mask": "causal"}),
+    ("padding_on_queries", "padding", {}),
+    ("padding_on_queries", "attention", {"mask": "padding", "n": 4}),
+    ("softmax_over_queries", "padding", {}),
+    ("w_q_w_k_swapped", "projection", {}),
+    ("sqrt_d_model_in_projection", "projection", {}),
+    ("heads_concatenated_in_reverse", "multi_head", {}),
+    ("w_o_left_out", "multi_head", {}),
+    ("params_without_w_o", "cost", {}),
+    ("ffn_one_matrix", "cost", {}),
+    ("share_without_w_o", "cost", {}),
 ]
 IDS = [f"{code}-{kind}" for code, kind, _ in DIAGNOSES]
 

@@ -238,5 +238,8 @@ def test_every_prompt_states_its_rounding_rule(name, raw):
     _, g = variant(name, **raw)
     if name in ("shapes", "cost"):
         assert "exact" in g.prompt
+    elif name == "positional_encoding":
+        # The positions are independent parts; the divisors need more than three decimals.
+        assert "three decimals" in g.prompt and "significant figures" in g.prompt
     else:
         assert "three decimals" in g.prompt and "your own earlier answers" in g.prompt
