@@ -7,7 +7,8 @@
   their first fields and messages.
 - The attention playground computes at most ``STUDY_PLAYGROUND_CONCURRENCY``
   requests at once per process, and hands freed memory back to the system after.
-- A database that does not answer is a 503 with ``Retry-After``, not a 500.
+- A database that does not answer is a 503 with ``Retry-After``, not a 500; so is one
+  that did not answer within its timeouts, and a write that kept losing to others.
 """
 
 from __future__ import annotations
@@ -24,11 +25,15 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 
+from studyapp.common.db import database_fault
+
 logger = logging.getLogger(__name__)
 
 JSON_STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 PLAYGROUND_PATH = "/api/v1/attention/"
 DB_RETRY_AFTER_SECONDS = 30
+DB_TIMEOUT_RETRY_AFTER_SECONDS = 5
+DB_CONFLICT_RETRY_AFTER_SECONDS = 1
 LARGE_BODY_BYTES = 256 * 1024
 
 
@@ -210,6 +215,24 @@ class DatabaseOutageMiddleware:
     def process_exception(self, request, exception):
         if not isinstance(exception, OperationalError | InterfaceError):
             return None
+        fault = database_fault(exception)
+        if fault == "conflict":
+            # Still losing to other writers after the retries: busy, not down.
+            logger.warning("Write conflict after retries: %s", exception)
+            return _error(
+                request,
+                503,
+                "The database was busy with a conflicting change; nothing was changed. Try again.",
+                retry_after=DB_CONFLICT_RETRY_AFTER_SECONDS,
+            )
+        if fault == "timeout":
+            logger.error("Database too slow: %s: %s", type(exception).__name__, exception)
+            return _error(
+                request,
+                503,
+                "The database did not answer in time; nothing was changed. Try again shortly.",
+                retry_after=DB_TIMEOUT_RETRY_AFTER_SECONDS,
+            )
         logger.error("Database unavailable: %s: %s", type(exception).__name__, exception)
         return _error(
             request,

@@ -13,10 +13,13 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from studyapp.common.db import retried_on_conflict
+
 from .. import ladder, selectors
 from ..models import Card, IdempotencyKey, ReviewLog, ReviewState
 from . import review_days
 from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled
+from .locks import learner_lock_sql
 
 
 def _advance(
@@ -70,16 +73,18 @@ def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: Review
 
     Only the request that still sees the state it read may move it: a concurrent
     submission for the same card matches zero rows, inserts no log and counts nothing.
+    The learner's lock comes first: the UPDATE's condition on it is a constant, which
+    PostgreSQL checks once before it reads any state (a one-time filter).
     """
     ops = connection.ops
     fields = [f for f in ReviewLog._meta.concrete_fields if not f.primary_key]
     columns = ", ".join(ops.quote_name(f.column) for f in fields)
     values = [f.get_db_prep_save(f.pre_save(log, True), connection) for f in fields]
     sql = f"""
-        WITH moved AS (
+        WITH locked AS ({learner_lock_sql()}), moved AS (
             UPDATE {ReviewState._meta.db_table}
             SET step = %s, due_on = %s, last_reviewed_at = %s, updated_at = %s
-            WHERE id = %s AND step = %s AND due_on = %s
+            WHERE id = %s AND step = %s AND due_on = %s AND EXISTS (SELECT FROM locked)
             RETURNING id
         ), logged AS (
             INSERT INTO {ReviewLog._meta.db_table} ({columns})
@@ -94,6 +99,7 @@ def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: Review
     """
     at = ops.adapt_datetimefield_value(log.reviewed_at)
     params = [
+        log.learner_id,
         step,
         ops.adapt_datefield_value(due_on),
         at,
@@ -114,6 +120,7 @@ def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: Review
     return True
 
 
+@retried_on_conflict
 def review_record(
     *, learner: Any, card: Card | int, result: str, at: dt.datetime, idempotency_key: str = ""
 ) -> ReviewLog:
@@ -121,7 +128,9 @@ def review_record(
 
     No transaction of its own: the state moves, the log is appended and the review is
     counted in its ``ReviewDay`` together in one conditional statement (or in one
-    transaction where the database cannot do that).
+    transaction where the database cannot do that). The statement takes the learner's
+    lock before anything else, as every write to a learner's reviews does
+    (``learner_lock``); one that still loses a deadlock is run again.
     """
     if result not in ReviewLog.Result.values:
         raise ValueError("result must be 'pass' or 'fail'")
@@ -141,7 +150,10 @@ def review_record(
 def exercise_review_record(
     *, learner: Any, card_id: int, passed: bool, today: dt.date, at: dt.datetime
 ) -> ReviewLog:
-    """Record the review of an exercise card from the first submission of its bound exercise."""
+    """Record the review of an exercise card from the first submission of its bound exercise.
+
+    The caller's transaction holds the learner's lock (``learner_lock``) already.
+    """
     state = selectors.scheduled_state(learner=learner, card_id=card_id)
     if state is None:
         raise NotScheduled()
