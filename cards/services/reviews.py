@@ -270,15 +270,25 @@ def _idempotency_claim(*, learner: Any, key: str, fingerprint: str) -> Idempoten
     return record
 
 
+def _held(record: IdempotencyKey) -> Any:
+    # A claim is this request's while it carries the stamp it was claimed (or taken over)
+    # with: a request that stalled past its lease has lost it to the retry that took over.
+    return IdempotencyKey.objects.filter(
+        pk=record.pk, status=IdempotencyKey.Status.IN_FLIGHT, created_at=record.created_at
+    )
+
+
 def idempotency_finish(*, record: IdempotencyKey, status: int, body: dict[str, Any]) -> None:
-    IdempotencyKey.objects.filter(pk=record.pk).update(
+    """Store the answer under the key, unless another request took the claim over."""
+    _held(record).update(
         status=IdempotencyKey.Status.DONE, response_status=status, response_body=body
     )
 
 
 def idempotency_abandon(*, record: IdempotencyKey) -> None:
-    """Forget a claim whose request failed, so the client may retry with the same key."""
-    IdempotencyKey.objects.filter(pk=record.pk, status=IdempotencyKey.Status.IN_FLIGHT).delete()
+    """Forget a claim whose request failed, so the client may retry with the same key;
+    a claim another request took over is that request's to finish."""
+    _held(record).delete()
 
 
 # --- Submitting a review: POST reviews/ -------------------------------------------
@@ -328,15 +338,40 @@ def review_submit(
     if isinstance(claim, Replay):
         return ReviewAnswer(claim.status, claim.body, replayed=True)
     try:
-        # A request that died after its lease may have recorded its review: answer that.
-        recorded = (
-            idempotency_recorded_review(learner=learner, key=idempotency_key)
-            if claim.taken_over
-            else None
+        answer = _record_once(
+            learner=learner, key=idempotency_key, claim=claim, record=record, present=present
         )
-        answer = record() if recorded is None else ReviewAnswer(201, present(recorded))
     except BaseException:
         idempotency_abandon(record=claim.record)
         raise
     idempotency_finish(record=claim.record, status=answer.status, body=answer.body)
     return answer
+
+
+def _record_once(
+    *,
+    learner: Any,
+    key: str,
+    claim: Claim,
+    record: Callable[[], ReviewAnswer],
+    present: Callable[[ReviewLog], dict[str, Any]],
+) -> ReviewAnswer:
+    """Record the review of a claimed key, or answer the one its first request recorded.
+
+    A claim taken over belongs to a request that died or stalled past its lease. One
+    that died may have recorded its review; one that stalled in the database may record
+    it while this request runs, and this request's own move then finds the card not due.
+    Either way the review under the key is the answer: 201, never a 409 for the client's
+    own review.
+    """
+    if not claim.taken_over:
+        return record()
+    recorded = idempotency_recorded_review(learner=learner, key=key)
+    if recorded is None:
+        try:
+            return record()
+        except NotDue:
+            recorded = idempotency_recorded_review(learner=learner, key=key)
+            if recorded is None:
+                raise
+    return ReviewAnswer(201, present(recorded))
