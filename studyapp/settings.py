@@ -1,3 +1,4 @@
+# One module on purpose: every setting read from the environment in one place (STYLE.md).
 """Settings for the study service, read from the environment in one module.
 
 With no environment at all the service runs on embedded defaults: SQLite and a
@@ -312,6 +313,10 @@ if REDIS_URL:
             "OPTIONS": {
                 "socket_timeout": REDIS_SOCKET_TIMEOUT,
                 "socket_connect_timeout": REDIS_SOCKET_TIMEOUT,
+                # After a failure Redis is skipped for this many seconds (the limits fail
+                # open at once) instead of every request waiting the timeout.
+                "pool_class": "studyapp.common.cache.CircuitBreakerPool",
+                "circuit_cooldown": float(os.environ.get("STUDY_CACHE_SKIP_SECONDS", "5")),
             },
         }
     }
