@@ -22,10 +22,10 @@ import threading
 
 import numpy as np
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpResponse, JsonResponse
 
-from studyapp.common.db import database_fault
+from studyapp.common.db import database_fault, query_deadline
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,9 @@ PLAYGROUND_PATH = "/api/v1/attention/"
 DB_RETRY_AFTER_SECONDS = 30
 DB_TIMEOUT_RETRY_AFTER_SECONDS = 5
 DB_CONFLICT_RETRY_AFTER_SECONDS = 1
+# The server's statement timeout fires first; the client's deadline only for a server
+# that cannot keep it.
+QUERY_DEADLINE_MARGIN_SECONDS = 2
 LARGE_BODY_BYTES = 256 * 1024
 
 
@@ -204,13 +207,23 @@ class RequestGuardMiddleware:
 
 
 class DatabaseOutageMiddleware:
-    """A database that refuses or drops connections answers 503 with Retry-After."""
+    """A database that refuses or drops connections answers 503 with Retry-After.
+
+    Each query of a request also ends on the client's side within the statement
+    timeout plus ``QUERY_DEADLINE_MARGIN_SECONDS``: a server frozen outright keeps no
+    timeout of its own (``studyapp.common.db.query_deadline``).
+    """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        return self.get_response(request)
+        timeout_ms = getattr(settings, "STUDY_DB_STATEMENT_TIMEOUT_MS", 0)
+        if connection.vendor != "postgresql" or not timeout_ms:
+            return self.get_response(request)
+        deadline = timeout_ms / 1000 + QUERY_DEADLINE_MARGIN_SECONDS
+        with connection.execute_wrapper(query_deadline(deadline)):
+            return self.get_response(request)
 
     def process_exception(self, request, exception):
         if not isinstance(exception, OperationalError | InterfaceError):

@@ -13,9 +13,11 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import socket
+import threading
 import time
 from collections.abc import Callable
-from typing import Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from django.db import DatabaseError, transaction
 
@@ -87,3 +89,84 @@ def retried_on_conflict(func: Callable[P, R]) -> Callable[P, R]:
             attempt += 1
 
     return run
+
+
+# --- A client-side deadline for queries -------------------------------------------------
+# statement_timeout and lock_timeout are kept by the server: a PostgreSQL that is stopped
+# outright (SIGSTOP, a frozen VM) keeps none of them, while the kernel still accepts the
+# query's bytes, so the client would wait on its socket for as long as the freeze lasts.
+# A query that outlives its deadline has its socket shut down by a watchdog thread:
+# the driver then fails it at once (a connection error, so a 503) and Django drops the
+# connection at the end of the request.
+
+WATCHDOG_TICK_SECONDS = 0.25
+
+
+class QueryWatchdog:
+    """Shuts down the socket of a query still running past its deadline."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[int, tuple[float, int]] = {}  # token -> (deadline, socket fd)
+        self._next_token = 0
+        self._thread: threading.Thread | None = None
+        self.cut = 0  # queries cut so far (for tests and logs)
+
+    def watch(self, fd: int, seconds: float) -> int:
+        with self._lock:
+            self._next_token += 1
+            token = self._next_token
+            self._running[token] = (time.monotonic() + seconds, fd)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._patrol, name="query-watchdog", daemon=True
+                )
+                self._thread.start()
+        return token
+
+    def release(self, token: int) -> None:
+        with self._lock:
+            self._running.pop(token, None)
+
+    def _patrol(self) -> None:
+        while True:
+            time.sleep(WATCHDOG_TICK_SECONDS)
+            now = time.monotonic()
+            # Under the lock: a query released meanwhile keeps its socket, and a socket
+            # is only shut down while its query still holds it open.
+            with self._lock:
+                for token, (deadline, fd) in list(self._running.items()):
+                    if now >= deadline:
+                        del self._running[token]
+                        self._cut(fd)
+
+    def _cut(self, fd: int) -> None:
+        try:
+            # A duplicate of the descriptor: shutting it down shuts the shared socket,
+            # and closing the duplicate leaves the driver's descriptor to the driver.
+            with socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            return
+        self.cut += 1
+        logger.error("A database query outlived its deadline; its connection was cut")
+
+
+watchdog = QueryWatchdog()
+
+
+def query_deadline(seconds: float) -> Callable[..., Any]:
+    """A Django ``execute_wrapper``: each query of the block ends within ``seconds``."""
+
+    def wrapper(execute: Callable[..., Any], sql: Any, params: Any, many: bool, context: Any):
+        raw = getattr(context["connection"], "connection", None)
+        pgconn = getattr(raw, "pgconn", None)  # psycopg 3; other drivers are left alone
+        if pgconn is None:
+            return execute(sql, params, many, context)
+        token = watchdog.watch(pgconn.socket, seconds)
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            watchdog.release(token)
+
+    return wrapper

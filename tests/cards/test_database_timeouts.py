@@ -7,9 +7,12 @@ worker's tasks, management commands) get the job statement timeout instead.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
+import select
+import socket
 import subprocess
 import sys
 import threading
@@ -20,11 +23,12 @@ import psycopg
 import pytest
 import time_machine
 from django.conf import settings
-from django.db import connection
+from django.db import close_old_connections, connection
 
 from cards import services
 from cards.models import ReviewLog
 from cards.services.reviews import IDEMPOTENCY_LEASE
+from studyapp.common.db import watchdog
 
 from .conftest import START
 
@@ -171,3 +175,98 @@ def test_the_celery_worker_runs_tasks_with_the_job_statement_timeout():
     finally:
         options["options"] = saved
         connection.close()
+
+
+class FreezingProxy:
+    """A TCP relay to PostgreSQL that can stop relaying, as a SIGSTOPped server does:
+    the kernel still takes the client's bytes, and no answer ever comes."""
+
+    def __init__(self, host: str, port: int):
+        self.target = (host, port)
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.frozen = threading.Event()
+        self.stopped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        while not self.stopped.is_set():
+            if self.frozen.is_set():
+                time.sleep(0.02)
+                continue
+            ready, _, _ = select.select([src], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+            except OSError:
+                break
+        for sock in (src, dst):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.server.close()
+
+
+@pytest.fixture
+def through_proxy():
+    """This test's connection to PostgreSQL goes through a proxy that can freeze."""
+    saved = (connection.settings_dict["HOST"], connection.settings_dict["PORT"])
+    proxy = FreezingProxy(saved[0] or "127.0.0.1", int(saved[1] or 5432))
+    connection.close()
+    connection.settings_dict["HOST"], connection.settings_dict["PORT"] = "127.0.0.1", proxy.port
+    yield proxy
+    proxy.frozen.clear()
+    connection.close()
+    connection.settings_dict["HOST"], connection.settings_dict["PORT"] = saved
+    proxy.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_frozen_database_is_a_503_within_seconds(api, learner, deck, settings, through_proxy):
+    settings.STUDY_DB_STATEMENT_TIMEOUT_MS = 500  # the client's deadline: 0.5 s + 2 s
+    with time_machine.travel(START, tick=False):
+        services.enroll(learner=learner, deck=deck, at=START)
+    card = deck.cards.order_by("position").first()
+    cut_before = watchdog.cut
+    with time_machine.travel(DAY1, tick=True):
+        assert api.get("/api/v1/reviews/due/").status_code == 200  # through the proxy
+        through_proxy.frozen.set()
+        # Without a deadline the request would wait for the thaw, 8 s on.
+        thaw = threading.Timer(8, through_proxy.frozen.clear)
+        thaw.start()
+        began = time.monotonic()
+        try:
+            response = api.post(
+                "/api/v1/reviews/", {"card": card.pk, "result": "pass"}, format="json"
+            )
+        finally:
+            took = time.monotonic() - began
+            thaw.cancel()
+            through_proxy.frozen.clear()
+    assert response.status_code == 503, response.content
+    assert response["Retry-After"] == "30"
+    assert took < 4
+    assert watchdog.cut > cut_before
+    # At the end of the request the server's handler drops the cut connection (the test
+    # client leaves that out), and the next request opens a fresh one and is served.
+    close_old_connections()
+    with time_machine.travel(DAY1, tick=False):
+        again = api.post("/api/v1/reviews/", {"card": card.pk, "result": "pass"}, format="json")
+    assert again.status_code == 201, again.content
