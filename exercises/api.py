@@ -36,6 +36,7 @@ from exercises.serializers import (
     PlaygroundQuestionSerializer,
     PlaygroundRequestSerializer,
     PlaygroundResponseSerializer,
+    PredictionConflictErrorSerializer,
     PredictionResultSerializer,
     SubmitResultSerializer,
     SubmitSerializer,
@@ -185,10 +186,18 @@ class ExerciseSubmitView(APIView):
                 resource_type_field_name=None,
             ),
             409: OpenApiResponse(
-                AttemptsExhaustedErrorSerializer,
+                PolymorphicProxySerializer(
+                    component_name="SubmitConflict",
+                    serializers=[
+                        AttemptsExhaustedErrorSerializer,
+                        PredictionConflictErrorSerializer,
+                    ],
+                    resource_type_field_name=None,
+                ),
                 description=(
-                    "The exercise is solved, or every attempt is used; or the prediction must "
-                    "come first; or it was already made ({detail, answers: {part: [message]}})."
+                    "The exercise is solved, or every attempt is used "
+                    "({detail, solved, attempts, solution}); or the prediction must come first, "
+                    "or it was already made ({detail, answers: {part: [message]}})."
                 ),
             ),
         },

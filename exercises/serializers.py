@@ -243,6 +243,28 @@ class ExerciseCreateSerializer(RefusesUnknownFields):
             raise serializers.ValidationError("Expected an object of parameters.")
         return value
 
+    def validate(self, attrs):
+        # JSON tells 3 from 3.0: an integer parameter, the seed among them, takes an
+        # integer, as it refuses "3". (The kinds round whole floats, which stored deck
+        # specs may hold; the API is held to its schema.)
+        kind = KINDS[attrs["kind"]]
+        integers = {name for name, spec in kind.params.items() if spec.type == "int"}
+        floats = {
+            name: value
+            for name, value in attrs.get("params", {}).items()
+            if (name in integers or name == "seed") and type(value) is float
+        }
+        if floats:
+            raise serializers.ValidationError(
+                {
+                    "params": {
+                        name: [f"Expected an integer, got {value!r}."]
+                        for name, value in floats.items()
+                    }
+                }
+            )
+        return attrs
+
 
 class ExerciseCreateSchema(OpenApiSerializerExtension):
     """One branch per kind, each with its exact parameters, so the schema says what is accepted."""
@@ -498,6 +520,16 @@ class AttemptsExhaustedErrorSerializer(serializers.Serializer):
     solved = serializers.BooleanField()
     attempts = AttemptsSerializer()
     solution = serializers.DictField(allow_null=True)
+
+
+class PredictionConflictErrorSerializer(serializers.Serializer):
+    """409 of a predict-first exercise: the prediction must come first, or was made."""
+
+    detail = serializers.CharField(help_text="What to send instead.")
+    answers = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="The part at issue (`prediction`, or a numeric part sent before it) -> messages.",
+    )
 
 
 class PlaygroundRequestSchema(OpenApiSerializerExtension):

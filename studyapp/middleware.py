@@ -10,7 +10,8 @@
   their first fields and messages.
 - The attention playground computes at most ``STUDY_PLAYGROUND_CONCURRENCY``
   requests at once per process, and hands freed memory back to the system after.
-- A database that does not answer is a 503 with ``Retry-After``, not a 500.
+- A database that does not answer is a 503 with ``Retry-After``, not a 500; so is one
+  that did not answer within its timeouts, and a write that kept losing to others.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import logging
 import threading
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpResponse, JsonResponse
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
@@ -31,10 +32,17 @@ from rest_framework.views import APIView
 
 from .common.jsonscan import json_depth
 
+from studyapp.common.db import database_fault, query_deadline
+
 logger = logging.getLogger(__name__)
 
 PLAYGROUND_PATH = "/api/v1/attention/"
 DB_RETRY_AFTER_SECONDS = 30
+DB_TIMEOUT_RETRY_AFTER_SECONDS = 5
+DB_CONFLICT_RETRY_AFTER_SECONDS = 1
+# The server's statement timeout fires first; the client's deadline only for a server
+# that cannot keep it.
+QUERY_DEADLINE_MARGIN_SECONDS = 2
 LARGE_BODY_BYTES = 256 * 1024
 
 
@@ -230,17 +238,45 @@ class RequestGuardMiddleware:
 
 
 class DatabaseOutageMiddleware:
-    """A database that refuses or drops connections answers 503 with Retry-After."""
+    """A database that refuses or drops connections answers 503 with Retry-After.
+
+    Each query of a request also ends on the client's side within the statement
+    timeout plus ``QUERY_DEADLINE_MARGIN_SECONDS``: a server frozen outright keeps no
+    timeout of its own (``studyapp.common.db.query_deadline``).
+    """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        return self.get_response(request)
+        timeout_ms = getattr(settings, "STUDY_DB_STATEMENT_TIMEOUT_MS", 0)
+        if connection.vendor != "postgresql" or not timeout_ms:
+            return self.get_response(request)
+        deadline = timeout_ms / 1000 + QUERY_DEADLINE_MARGIN_SECONDS
+        with connection.execute_wrapper(query_deadline(deadline)):
+            return self.get_response(request)
 
     def process_exception(self, request, exception):
         if not isinstance(exception, OperationalError | InterfaceError):
             return None
+        fault = database_fault(exception)
+        if fault == "conflict":
+            # Still losing to other writers after the retries: busy, not down.
+            logger.warning("Write conflict after retries: %s", exception)
+            return _error(
+                request,
+                503,
+                "The database was busy with a conflicting change; nothing was changed. Try again.",
+                retry_after=DB_CONFLICT_RETRY_AFTER_SECONDS,
+            )
+        if fault == "timeout":
+            logger.error("Database too slow: %s: %s", type(exception).__name__, exception)
+            return _error(
+                request,
+                503,
+                "The database did not answer in time; nothing was changed. Try again shortly.",
+                retry_after=DB_TIMEOUT_RETRY_AFTER_SECONDS,
+            )
         logger.error("Database unavailable: %s: %s", type(exception).__name__, exception)
         return _error(
             request,

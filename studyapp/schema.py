@@ -77,7 +77,11 @@ THROTTLED = {
     "content": {"application/json": {"schema": DETAIL_ERROR}},
 }
 UNAVAILABLE = {
-    "description": "The database is not answering; nothing was changed. Retry after `Retry-After`.",
+    "description": (
+        "The database is not answering (`Retry-After: 30`), did not answer in time (5), or "
+        "was busy with a conflicting change (1); nothing was changed. Retry after "
+        "`Retry-After` seconds."
+    ),
     "headers": {"Retry-After": {"schema": {"type": "integer"}}},
     "content": {"application/json": {"schema": DETAIL_ERROR}},
 }

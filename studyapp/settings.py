@@ -1,3 +1,6 @@
+# One module on purpose: Django reads its settings from one module, and every variable the
+# service reads from the environment is found here, in one place, top to bottom.
+# One module on purpose: every setting read from the environment in one place (STYLE.md).
 """Settings for the study service, read from the environment in one module.
 
 With no environment at all the service runs on embedded defaults: SQLite and a
@@ -6,6 +9,7 @@ filesystem Celery broker under ``var/``. Production sets ``DJANGO_DEBUG=0``,
 """
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -108,6 +112,44 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         {"timeout": 20, "transaction_mode": "IMMEDIATE"}
     )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+# A database that stops answering must become 503s within seconds, well inside
+# gunicorn's 30 s worker timeout, and a request's last statement must end well before
+# an Idempotency-Key's 60 s lease runs out (docs/security.md, "Fault paths"):
+# libpq's connect timeout (seconds) and PostgreSQL's statement and lock timeouts
+# (milliseconds; 0 turns one off). Long jobs, the Celery worker's tasks and the
+# management commands (migrate, seed_load, ...), run with the job statement timeout.
+STUDY_DB_CONNECT_TIMEOUT = int(os.environ.get("STUDY_DB_CONNECT_TIMEOUT", "3"))
+STUDY_DB_STATEMENT_TIMEOUT_MS = int(os.environ.get("STUDY_DB_STATEMENT_TIMEOUT_MS", "5000"))
+STUDY_DB_LOCK_TIMEOUT_MS = int(os.environ.get("STUDY_DB_LOCK_TIMEOUT_MS", "3000"))
+STUDY_DB_JOB_STATEMENT_TIMEOUT_MS = int(
+    os.environ.get("STUDY_DB_JOB_STATEMENT_TIMEOUT_MS", str(10 * 60 * 1000))
+)
+
+
+def pg_session_options(*, statement_timeout_ms: int, base: str = "") -> str:
+    """libpq's ``options``: the server settings each new connection starts with."""
+    timeouts = (
+        f"-c statement_timeout={statement_timeout_ms} -c lock_timeout={STUDY_DB_LOCK_TIMEOUT_MS}"
+    )
+    return f"{base} {timeouts}".strip()
+
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    _pg_options = DATABASES["default"].setdefault("OPTIONS", {})
+    _pg_base_options = _pg_options.get("options", "")
+    _is_command = Path(sys.argv[0]).name == "manage.py" and sys.argv[1:2] != ["runserver"]
+    _pg_options["connect_timeout"] = STUDY_DB_CONNECT_TIMEOUT
+    _pg_options["options"] = pg_session_options(
+        statement_timeout_ms=STUDY_DB_JOB_STATEMENT_TIMEOUT_MS
+        if _is_command
+        else STUDY_DB_STATEMENT_TIMEOUT_MS,
+        base=_pg_base_options,
+    )
+    # What the Celery worker switches to (studyapp.celery): tasks are long jobs.
+    STUDY_DB_JOB_OPTIONS = pg_session_options(
+        statement_timeout_ms=STUDY_DB_JOB_STATEMENT_TIMEOUT_MS, base=_pg_base_options
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -274,6 +316,10 @@ if REDIS_URL:
             "OPTIONS": {
                 "socket_timeout": REDIS_SOCKET_TIMEOUT,
                 "socket_connect_timeout": REDIS_SOCKET_TIMEOUT,
+                # After a failure Redis is skipped for this many seconds (the limits fail
+                # open at once) instead of every request waiting the timeout.
+                "pool_class": "studyapp.common.cache.CircuitBreakerPool",
+                "circuit_cooldown": float(os.environ.get("STUDY_CACHE_SKIP_SECONDS", "5")),
             },
         }
     }

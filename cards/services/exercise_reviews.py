@@ -18,11 +18,13 @@ from django.db.models import Model
 from exercises.kinds import ParamError, UnknownKindError
 from exercises.models import Exercise
 from exercises.services import SubmitOutcome, attempt_submit, exercise_build
+from studyapp.common.db import retried_on_conflict
 
 from .. import selectors
 from ..metrics import EXERCISE_CHECKS
 from ..models import Card, ExerciseBinding, ReviewState
 from .errors import NotDue, NotScheduled
+from .locks import learner_lock
 from .reviews import exercise_review_record
 
 logger = logging.getLogger(__name__)
@@ -248,14 +250,17 @@ def exercise_for_review(*, learner: Any, card: Card, today: dt.date) -> Exercise
     return exercises_for_review(learner=learner, states=[state], today=today).get(card.pk)
 
 
+@retried_on_conflict
 @transaction.atomic
 def exercise_review_submit(
     *, learner: Any, exercise_id: int, answers: Any, at: dt.datetime
 ) -> SubmitOutcome:
     """Submit answers; the first submission of a bound exercise also records the review.
 
-    ``outcome.result["review"]`` is the recorded review (or null for practice).
+    ``outcome.result["review"]`` is the recorded review (or null for practice). The
+    learner's lock comes first, as on every write to a learner's reviews.
     """
+    learner_lock(learner_id=learner.pk)
     outcome = attempt_submit(owner=learner, exercise_id=exercise_id, answers=answers, at=at)
     if outcome.attempt is not None:  # a prediction is no check of the numbers
         EXERCISE_CHECKS.labels("correct" if outcome.result["correct"] else "wrong").inc()

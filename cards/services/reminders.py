@@ -49,8 +49,11 @@ from .scheduling import groups_table, id_ranges
 logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 500
-# Far longer than sending one batch takes, so a slow pass is never overtaken.
-DEFAULT_RETRY_AFTER = dt.timedelta(minutes=10)
+# A claim's lease. A live chunk renews it every quarter of this (90 s) between sends,
+# so a slow pass is never overtaken; a chunk killed by its 6-minute hard limit, having
+# started within 3 minutes of its pass, is past its lease by the next 15-minute pass,
+# which takes its learners over (docs/operations.md).
+DEFAULT_RETRY_AFTER = dt.timedelta(minutes=6)
 GROUPS_PER_STATEMENT = 250
 # Failed sends in a row after which a pass stops: the mail server is most likely
 # down, and every further try could wait out a whole connection timeout. The claims

@@ -13,10 +13,13 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from studyapp.common.db import retried_on_conflict
+
 from .. import ladder, selectors
 from ..models import Card, IdempotencyKey, ReviewLog, ReviewState
 from . import review_days
 from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled
+from .locks import learner_lock_sql
 
 
 def _advance(
@@ -70,16 +73,18 @@ def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: Review
 
     Only the request that still sees the state it read may move it: a concurrent
     submission for the same card matches zero rows, inserts no log and counts nothing.
+    The learner's lock comes first: the UPDATE's condition on it is a constant, which
+    PostgreSQL checks once before it reads any state (a one-time filter).
     """
     ops = connection.ops
     fields = [f for f in ReviewLog._meta.concrete_fields if not f.primary_key]
     columns = ", ".join(ops.quote_name(f.column) for f in fields)
     values = [f.get_db_prep_save(f.pre_save(log, True), connection) for f in fields]
     sql = f"""
-        WITH moved AS (
+        WITH locked AS ({learner_lock_sql()}), moved AS (
             UPDATE {ReviewState._meta.db_table}
             SET step = %s, due_on = %s, last_reviewed_at = %s, updated_at = %s
-            WHERE id = %s AND step = %s AND due_on = %s
+            WHERE id = %s AND step = %s AND due_on = %s AND EXISTS (SELECT FROM locked)
             RETURNING id
         ), logged AS (
             INSERT INTO {ReviewLog._meta.db_table} ({columns})
@@ -94,6 +99,7 @@ def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: Review
     """
     at = ops.adapt_datetimefield_value(log.reviewed_at)
     params = [
+        log.learner_id,
         step,
         ops.adapt_datefield_value(due_on),
         at,
@@ -114,6 +120,7 @@ def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: Review
     return True
 
 
+@retried_on_conflict
 def review_record(
     *, learner: Any, card: Card | int, result: str, at: dt.datetime, idempotency_key: str = ""
 ) -> ReviewLog:
@@ -121,7 +128,9 @@ def review_record(
 
     No transaction of its own: the state moves, the log is appended and the review is
     counted in its ``ReviewDay`` together in one conditional statement (or in one
-    transaction where the database cannot do that).
+    transaction where the database cannot do that). The statement takes the learner's
+    lock before anything else, as every write to a learner's reviews does
+    (``learner_lock``); one that still loses a deadlock is run again.
     """
     if result not in ReviewLog.Result.values:
         raise ValueError("result must be 'pass' or 'fail'")
@@ -141,7 +150,10 @@ def review_record(
 def exercise_review_record(
     *, learner: Any, card_id: int, passed: bool, today: dt.date, at: dt.datetime
 ) -> ReviewLog:
-    """Record the review of an exercise card from the first submission of its bound exercise."""
+    """Record the review of an exercise card from the first submission of its bound exercise.
+
+    The caller's transaction holds the learner's lock (``learner_lock``) already.
+    """
     state = selectors.scheduled_state(learner=learner, card_id=card_id)
     if state is None:
         raise NotScheduled()
@@ -258,15 +270,25 @@ def _idempotency_claim(*, learner: Any, key: str, fingerprint: str) -> Idempoten
     return record
 
 
+def _held(record: IdempotencyKey) -> Any:
+    # A claim is this request's while it carries the stamp it was claimed (or taken over)
+    # with: a request that stalled past its lease has lost it to the retry that took over.
+    return IdempotencyKey.objects.filter(
+        pk=record.pk, status=IdempotencyKey.Status.IN_FLIGHT, created_at=record.created_at
+    )
+
+
 def idempotency_finish(*, record: IdempotencyKey, status: int, body: dict[str, Any]) -> None:
-    IdempotencyKey.objects.filter(pk=record.pk).update(
+    """Store the answer under the key, unless another request took the claim over."""
+    _held(record).update(
         status=IdempotencyKey.Status.DONE, response_status=status, response_body=body
     )
 
 
 def idempotency_abandon(*, record: IdempotencyKey) -> None:
-    """Forget a claim whose request failed, so the client may retry with the same key."""
-    IdempotencyKey.objects.filter(pk=record.pk, status=IdempotencyKey.Status.IN_FLIGHT).delete()
+    """Forget a claim whose request failed, so the client may retry with the same key;
+    a claim another request took over is that request's to finish."""
+    _held(record).delete()
 
 
 # --- Submitting a review: POST reviews/ -------------------------------------------
@@ -316,15 +338,40 @@ def review_submit(
     if isinstance(claim, Replay):
         return ReviewAnswer(claim.status, claim.body, replayed=True)
     try:
-        # A request that died after its lease may have recorded its review: answer that.
-        recorded = (
-            idempotency_recorded_review(learner=learner, key=idempotency_key)
-            if claim.taken_over
-            else None
+        answer = _record_once(
+            learner=learner, key=idempotency_key, claim=claim, record=record, present=present
         )
-        answer = record() if recorded is None else ReviewAnswer(201, present(recorded))
     except BaseException:
         idempotency_abandon(record=claim.record)
         raise
     idempotency_finish(record=claim.record, status=answer.status, body=answer.body)
     return answer
+
+
+def _record_once(
+    *,
+    learner: Any,
+    key: str,
+    claim: Claim,
+    record: Callable[[], ReviewAnswer],
+    present: Callable[[ReviewLog], dict[str, Any]],
+) -> ReviewAnswer:
+    """Record the review of a claimed key, or answer the one its first request recorded.
+
+    A claim taken over belongs to a request that died or stalled past its lease. One
+    that died may have recorded its review; one that stalled in the database may record
+    it while this request runs, and this request's own move then finds the card not due.
+    Either way the review under the key is the answer: 201, never a 409 for the client's
+    own review.
+    """
+    if not claim.taken_over:
+        return record()
+    recorded = idempotency_recorded_review(learner=learner, key=key)
+    if recorded is None:
+        try:
+            return record()
+        except NotDue:
+            recorded = idempotency_recorded_review(learner=learner, key=key)
+            if recorded is None:
+                raise
+    return ReviewAnswer(201, present(recorded))

@@ -8,15 +8,19 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from studyapp.common.db import retried_on_conflict
+
 from .. import selectors
 from ..models import ExerciseBinding, ReviewLog, ReviewState
 from . import review_days
+from .locks import learner_lock
 
 
 class UndoRefused(Exception):
     """The review cannot be undone (already undone, not the latest, another day)."""
 
 
+@retried_on_conflict
 @transaction.atomic
 def review_undo(*, learner: Any, review_id: int, at: dt.datetime) -> ReviewState:
     """Undo the learner's latest review of a card, on the study day it was made, once.
@@ -25,8 +29,11 @@ def review_undo(*, learner: Any, review_id: int, at: dt.datetime) -> ReviewState
     every count, and the review leaves its day's ``ReviewDay``. The state goes back to
     where the review found it under a conditional UPDATE, so of two concurrent undos (or
     an undo racing a review) exactly one moves it. Raises ``ReviewLog.DoesNotExist`` for
-    another learner's or an unknown review.
+    another learner's or an unknown review. The learner's lock comes first, as on every
+    write to a learner's reviews (``learner_lock``); a run that still loses a deadlock is
+    run again.
     """
+    learner_lock(learner_id=learner.pk)
     log = ReviewLog.objects.get(pk=review_id, learner=learner, undo_of__isnull=True)
     _check_undoable(log, learner=learner, at=at)
     moved = ReviewState.objects.filter(

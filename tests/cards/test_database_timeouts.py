@@ -1,0 +1,272 @@
+"""A database too slow to answer is a 503 within seconds, not a request that hangs.
+
+PostgreSQL connections open with a connect timeout and statement and lock timeouts,
+from the environment, well under gunicorn's 30 s worker timeout; long jobs (the Celery
+worker's tasks, management commands) get the job statement timeout instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+import time_machine
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from cards import services
+from cards.models import ReviewLog
+from cards.services.reviews import IDEMPOTENCY_LEASE
+from studyapp.common.db import watchdog
+
+from .conftest import START
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DAY1 = START + dt.timedelta(days=1)
+GUNICORN_TIMEOUT_S = 30  # docker-compose.yml's --timeout
+
+PRINT_OPTIONS = (
+    "import json; from django.conf import settings; "
+    "print(json.dumps(settings.DATABASES['default']['OPTIONS']))"
+)
+
+
+def _options(*, via_manage: bool, **env: str) -> dict:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("STUDY_DB_")}
+    environ.update(DATABASE_URL="postgres://study@db.example:5432/study", **env)
+    if via_manage:
+        argv = [sys.executable, "manage.py", "shell", "-c", PRINT_OPTIONS]
+    else:
+        argv = [
+            sys.executable,
+            "-c",
+            "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'studyapp.settings'; "
+            "django.setup(); " + PRINT_OPTIONS,
+        ]
+    result = subprocess.run(argv, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_connections_open_with_timeouts_from_the_environment():
+    default = _options(via_manage=False)
+    assert default["connect_timeout"] == 3
+    assert "-c statement_timeout=5000" in default["options"]
+    assert "-c lock_timeout=3000" in default["options"]
+    # A request's last statement ends well before its Idempotency-Key can be taken over.
+    assert IDEMPOTENCY_LEASE.total_seconds() > 5 + GUNICORN_TIMEOUT_S
+
+    tuned = _options(
+        via_manage=False,
+        STUDY_DB_CONNECT_TIMEOUT="2",
+        STUDY_DB_STATEMENT_TIMEOUT_MS="1500",
+        STUDY_DB_LOCK_TIMEOUT_MS="700",
+    )
+    assert tuned["connect_timeout"] == 2
+    assert "-c statement_timeout=1500 -c lock_timeout=700" in tuned["options"]
+
+    # A management command is a long job: the job statement timeout, the same lock timeout.
+    command = _options(via_manage=True, STUDY_DB_JOB_STATEMENT_TIMEOUT_MS="120000")
+    assert "-c statement_timeout=120000 -c lock_timeout=3000" in command["options"]
+
+
+@pytest.fixture
+def short_statement_timeout():
+    """This test's connection reopened with a 400 ms statement timeout and no lock timeout."""
+    options = connection.settings_dict["OPTIONS"]
+    saved = options["options"]
+    options["options"] = "-c statement_timeout=400 -c lock_timeout=0"
+    connection.close()
+    yield
+    connection.close()
+    options["options"] = saved
+
+
+def _hold_learner_row(user_id: int, *, seconds: float, held: threading.Event) -> None:
+    """Another connection locks the learner's row for ``seconds`` (a stuck writer)."""
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("options", None)
+    with psycopg.connect(**params, autocommit=False) as other:
+        other.execute("SELECT 1 FROM auth_user WHERE id = %s FOR UPDATE", [user_id])
+        held.set()
+        time.sleep(seconds)
+        other.rollback()
+
+
+def _submit_while_the_learner_is_locked(api, learner, deck, *, hold: float):
+    """A review posted while another connection holds the learner's row for ``hold`` s:
+    the answer and how long it took."""
+    with time_machine.travel(START, tick=False):
+        services.enroll(learner=learner, deck=deck, at=START)
+    card = deck.cards.order_by("position").first()
+    held = threading.Event()
+    holder = threading.Thread(
+        target=_hold_learner_row, args=(learner.pk,), kwargs={"seconds": hold, "held": held}
+    )
+    holder.start()
+    try:
+        assert held.wait(10)
+        began = time.monotonic()
+        with time_machine.travel(DAY1, tick=True):
+            response = api.post(
+                "/api/v1/reviews/", {"card": card.pk, "result": "pass"}, format="json"
+            )
+        took = time.monotonic() - began
+    finally:
+        holder.join()
+    assert not ReviewLog.objects.filter(learner=learner).exists()
+    # The next request finds the database answering again.
+    with time_machine.travel(DAY1, tick=False):
+        again = api.post("/api/v1/reviews/", {"card": card.pk, "result": "pass"}, format="json")
+    assert again.status_code == 201
+    return response, took
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_write_stuck_behind_a_lock_is_a_503_after_the_lock_timeout(api, learner, deck):
+    lock_timeout = settings.STUDY_DB_LOCK_TIMEOUT_MS / 1000
+    response, took = _submit_while_the_learner_is_locked(api, learner, deck, hold=lock_timeout + 2)
+    assert response.status_code == 503, response.content
+    assert response["Retry-After"] == "5"
+    assert "did not answer in time" in response.json()["detail"]
+    assert lock_timeout <= took < lock_timeout + 1.5  # not the time the row was held
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_over_the_statement_timeout_is_a_503_with_retry_after(
+    api, learner, deck, short_statement_timeout
+):
+    response, took = _submit_while_the_learner_is_locked(api, learner, deck, hold=3)
+    assert response.status_code == 503, response.content
+    assert response["Retry-After"] == "5"
+    assert "did not answer in time" in response.json()["detail"]
+    assert took < 2
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_celery_worker_runs_tasks_with_the_job_statement_timeout():
+    from studyapp.celery import _patient_worker_statements
+
+    options = settings.DATABASES["default"]["OPTIONS"]
+    saved = options["options"]
+    try:
+        _patient_worker_statements()
+        assert "statement_timeout=600000" in options["options"]
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] == "10min"
+            cursor.execute("SHOW lock_timeout")
+            assert cursor.fetchone()[0] == "3s"
+    finally:
+        options["options"] = saved
+        connection.close()
+
+
+class FreezingProxy:
+    """A TCP relay to PostgreSQL that can stop relaying, as a SIGSTOPped server does:
+    the kernel still takes the client's bytes, and no answer ever comes."""
+
+    def __init__(self, host: str, port: int):
+        self.target = (host, port)
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.frozen = threading.Event()
+        self.stopped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        while not self.stopped.is_set():
+            if self.frozen.is_set():
+                time.sleep(0.02)
+                continue
+            ready, _, _ = select.select([src], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+            except OSError:
+                break
+        for sock in (src, dst):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.server.close()
+
+
+@pytest.fixture
+def through_proxy():
+    """This test's connection to PostgreSQL goes through a proxy that can freeze."""
+    saved = (connection.settings_dict["HOST"], connection.settings_dict["PORT"])
+    proxy = FreezingProxy(saved[0] or "127.0.0.1", int(saved[1] or 5432))
+    connection.close()
+    connection.settings_dict["HOST"], connection.settings_dict["PORT"] = "127.0.0.1", proxy.port
+    yield proxy
+    proxy.frozen.clear()
+    connection.close()
+    connection.settings_dict["HOST"], connection.settings_dict["PORT"] = saved
+    proxy.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_frozen_database_is_a_503_within_seconds(api, learner, deck, settings, through_proxy):
+    settings.STUDY_DB_STATEMENT_TIMEOUT_MS = 500  # the client's deadline: 0.5 s + 2 s
+    with time_machine.travel(START, tick=False):
+        services.enroll(learner=learner, deck=deck, at=START)
+    card = deck.cards.order_by("position").first()
+    cut_before = watchdog.cut
+    with time_machine.travel(DAY1, tick=True):
+        assert api.get("/api/v1/reviews/due/").status_code == 200  # through the proxy
+        through_proxy.frozen.set()
+        # Without a deadline the request would wait for the thaw, 8 s on.
+        thaw = threading.Timer(8, through_proxy.frozen.clear)
+        thaw.start()
+        began = time.monotonic()
+        try:
+            response = api.post(
+                "/api/v1/reviews/", {"card": card.pk, "result": "pass"}, format="json"
+            )
+        finally:
+            took = time.monotonic() - began
+            thaw.cancel()
+            through_proxy.frozen.clear()
+    assert response.status_code == 503, response.content
+    assert response["Retry-After"] == "30"
+    assert took < 4
+    assert watchdog.cut > cut_before
+    # At the end of the request the server's handler drops the cut connection (the test
+    # client leaves that out), and the next request opens a fresh one and is served.
+    close_old_connections()
+    with time_machine.travel(DAY1, tick=False):
+        again = api.post("/api/v1/reviews/", {"card": card.pk, "result": "pass"}, format="json")
+    assert again.status_code == 201, again.content
