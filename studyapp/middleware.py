@@ -30,9 +30,8 @@ from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from .common.jsonscan import json_depth
-
 from studyapp.common.db import database_fault, query_deadline
+from studyapp.common.jsonscan import json_depth
 
 logger = logging.getLogger(__name__)
 
