@@ -1,6 +1,5 @@
 # One module on purpose: Django reads its settings from one module, and every variable the
 # service reads from the environment is found here, in one place, top to bottom.
-# One module on purpose: every setting read from the environment in one place (STYLE.md).
 """Settings for the study service, read from the environment in one module.
 
 With no environment at all the service runs on embedded defaults: SQLite and a
