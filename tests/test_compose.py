@@ -438,3 +438,23 @@ def test_lock_pins_every_dependency_within_its_pyproject_range(lock, extras):
         )
     if lock == "prod.lock":
         assert not {"pytest", "mypy", "ruff"} & set(pins), "prod.lock holds dev tools"
+
+
+def readme_configuration_variables() -> set[str]:
+    """Every variable named in the first column of the README's configuration table."""
+    text = (ROOT / "README.md").read_text()
+    table = text.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    names: set[str] = set()
+    for line in table.splitlines():
+        cells = line.split("|")
+        if len(cells) > 2 and "`" in cells[1]:
+            names.update(n for n in re.findall(r"`([A-Z][A-Z0-9_]+)`", cells[1]))
+    return names
+
+
+def test_every_configuration_variable_reaches_the_containers(compose):
+    # An operator sets what the README lists; the containers must pass it on.
+    names = readme_configuration_variables()
+    assert {"EMAIL_HOST", "STUDY_DB_STATEMENT_TIMEOUT_MS", "SITE_URL"} <= names
+    environment = compose["x-app"]["environment"]
+    assert sorted(names - set(environment)) == []
