@@ -22,13 +22,14 @@ their rows; ``inputs["highlighted"]`` stays an index into the rows of ``K_m``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from exercises import engine
 from exercises.kinds.base import (
+    HALF_UNIT,
     ROUNDING_RULE,
     ExerciseKind,
     Follow,
@@ -39,6 +40,7 @@ from exercises.kinds.base import (
     tex_matrix,
     tex_vector,
 )
+from exercises.kinds.hand import scaled_score_error, softmax_by_hand_fails, softmax_hand_slack
 
 D = 2  # width of queries, keys and values: small enough to do by hand
 # The lesson's rule is "large and consistent"; what counts as large is this service's
@@ -406,8 +408,9 @@ class AblationKind(ExerciseKind):
                 rf"{token} masked as a key (its score becomes $-\infty$ in the [CLS] row, the "
                 "other weights renormalise, everything else stays); (4) `change` = `p_without` "
                 "\N{MINUS SIGN} `p_with`. A change is small beside the probabilities, so it is "
-                "checked on its own size: within 0.005 + 1% of the true change, not of the "
-                "probabilities it comes from.",
+                "checked on its own size: within 0.005 + 1% of the true change, widened by what "
+                "your probabilities written to three decimals carry, not by the tolerance of "
+                "the probabilities it comes from.",
                 "(5) The verdict. The lesson's rule: a heat map is a hypothesis; remove the "
                 "token and see whether the prediction moves, **large and consistent**. What "
                 f"counts as large, |change| of at least {THRESHOLD}, is this exercise's choice, "
@@ -476,27 +479,96 @@ class AblationKind(ExerciseKind):
             V = np.asarray(inputs[f"V_{m + 1}"], dtype=float)
             p_with.append(float(sigmoid(w @ (np.asarray(given["weights"][m]) @ V) + b)))
         change = np.asarray(given["p_without"]) - np.asarray(given["p_with"])
-        follows = {
-            # Rounding the output row (not asked) to three decimals moves p by at most this.
-            "p_with": Follow(np.array(p_with), ("weights",), "your weights", slack=OUTPUT_SLACK),
+        expected, carried = evaluate(inputs), hand_slack(inputs)
+        return {
+            # The softmax by hand: each e^s (and the scaled score before it) written.
+            "weights": Follow(expected["weights"], (), "the inputs", carried["weights"]),
+            "p_with": Follow(np.array(p_with), ("weights",), "your weights", READOUT_SLACK),
+            "p_without": Follow(
+                expected["p_without"], (), "the inputs", carried["p_without"] - HALF_UNIT
+            ),
+            # A difference of two probabilities: inside their tolerance they may still be
+            # far off a small change, so it is judged on its own size, widened by what the
+            # probabilities written by hand carry.
+            "change": Follow(
+                change,
+                ("p_with", "p_without"),
+                "your probabilities",
+                carried["p_with"] + carried["p_without"],
+                own_size=True,
+            ),
             "verdict": Follow(verdict(change), ("change",), "your changes"),
         }
-        expected = evaluate(inputs)
-        if not all(self._right(given[n], expected[n]) for n in ("p_with", "p_without")):
-            # Only from wrong probabilities does the change follow (half credit). From right
-            # ones it is judged on its own size: probabilities inside their tolerance may
-            # still differ by more than a small change, while rounding them to three
-            # decimals moves their difference by 0.001 at most, well inside it.
-            follows["change"] = Follow(change, ("p_with", "p_without"), "your probabilities")
-        return follows
 
-    def _right(self, given: Any, expected: Any) -> bool:
-        g, e = np.asarray(given, dtype=float), np.asarray(expected, dtype=float)
-        return bool((np.abs(g - e) <= self.atol + self.rtol * np.abs(e)).all())
+    def degenerate(self, generated: Generated) -> str | None:
+        for z, sigma, blocked, _ in _cls_rows(generated.inputs):
+            if softmax_by_hand_fails(z, None, sigma) or softmax_by_hand_fails(z, blocked, sigma):
+                return "the exponentials of a row all but vanish at three decimals"
+        return None
 
 
-# sigmoid' <= 1/4, |w| entries <= 1 over D = 2 coordinates rounded by 0.0005 each.
-OUTPUT_SLACK = 0.25 * D * 0.0005
+# From written weights: each coordinate of o written (|w| entries <= 1 over D of them),
+# the logit w . o + b written, e^(-z) written (p = 1/(1 + E) moves by p^2 |dE| at most);
+# sigmoid' <= 1/4.
+READOUT_SLACK = 0.25 * (D + 1) * HALF_UNIT + HALF_UNIT
+
+
+def _readout_slack(error: np.ndarray, V: np.ndarray, w: np.ndarray, logit: float) -> float:
+    """How far p done by hand lands from the exact p (written to three decimals itself)
+    when each weight is off by at most ``error``: each coordinate of o, the logit and
+    e^(-z) written on the way.
+
+    # (n,), (n, d), (d,), scalar -> scalar
+    """
+    dz = float(error @ (np.abs(V) @ np.abs(w))) + (np.abs(w).sum() + 1) * HALF_UNIT
+    # The sigmoid's steepest slope over the logits the hand work may reach.
+    nearest = np.array(max(abs(logit) - dz, 0.0))
+    slope = float(sigmoid(nearest) * (1 - sigmoid(nearest)))
+    return float(slope * dz + 2 * HALF_UNIT)
+
+
+def _cls_rows(
+    inputs: Mapping[str, Any],
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per input: the [CLS] row's scores, how far each written score can be off, the
+    highlighted key blocked, and V.
+
+    # -> (1, n), (1, n), (1, n) bool (True = blocked), (n, d)
+    """
+    q, h = np.asarray(inputs["q"], dtype=float), int(inputs["highlighted"])
+    root = float(np.sqrt(D))
+    for m in range(inputs["n_inputs"]):
+        K = np.asarray(inputs[f"K_{m + 1}"], dtype=float)
+        z = (K @ q)[None] / root
+        blocked = np.zeros(z.shape, dtype=bool)
+        blocked[0, h] = True
+        yield z, scaled_score_error(z, root), blocked, np.asarray(inputs[f"V_{m + 1}"], float)
+
+
+def hand_slack(inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Per part: how far hand work (every step to three decimals, each e^s too, with or
+    without the row's largest score subtracted) can land from the exact value.
+
+    ``weights`` before they are written; ``p_with`` and ``p_without`` after, from weights
+    written to three decimals (the masked ones renormalised from the same e^s).
+    """
+    w, b = np.asarray(inputs["w"], dtype=float), float(inputs["b"])
+    weights_slack, p_with, p_without = [], [], []
+    for z, sigma, blocked, V in _cls_rows(inputs):
+        rows = []
+        for mask in (None, blocked):
+            a = engine.softmax(z if mask is None else np.where(mask, -np.inf, z))[0]
+            error = softmax_hand_slack(z, mask, sigma)[0]
+            written = np.where(a > 0, error + HALF_UNIT, 0.0)  # a masked weight is 0 exactly
+            rows.append((error, _readout_slack(written, V, w, float(w @ (a @ V) + b))))
+        weights_slack.append(rows[0][0])
+        p_with.append(rows[0][1])
+        p_without.append(rows[1][1])
+    return {
+        "weights": np.array(weights_slack),
+        "p_with": np.array(p_with),
+        "p_without": np.array(p_without),
+    }
 
 
 def _mistaken_verdict(how: str | None, weights: Any, change: Any, h: int) -> str | None:

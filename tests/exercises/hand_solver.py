@@ -3,10 +3,11 @@
 Every number the learner writes down follows the prompt's own rounding rule, the steps
 that are not asked too: a square root, a scaled score, each e^s (the lesson's worked
 example: no shift by the row's largest score), a sum, a divisor 10000^(2i/d) to the
-figures the prompt asks, an angle. Plain loops over the inputs, no engine and no kind code,
-so it checks the marking rather than repeating it.
+figures the prompt asks, an angle, a logit and its e^(-z). Plain loops over the inputs,
+no engine and no kind code, so it checks the marking rather than repeating it.
 
-``hand_answers(kind, inputs, prompt)`` returns the numeric parts as JSON values; it raises
+``hand_answers(kind, inputs, prompt)`` returns the numeric parts as JSON values (and a
+verdict reached from them by the prompt's stated rule, where one is asked); it raises
 ``CannotFollow`` where the rule leaves nothing to compute (every e^s of a row written as 0).
 """
 
@@ -171,6 +172,45 @@ def cost(inputs: dict[str, Any], prompt: str) -> dict[str, Any]:
     }
 
 
+def sigmoid_by_hand(z: float) -> float:
+    """sigma(z) = 1 / (1 + e^(-z)), with e^(-z) written to three decimals."""
+    return w(1 / (1 + w(math.exp(-z))))
+
+
+def readout_by_hand(weights: list[float], V, w_out: list[float], b: float) -> float:
+    """o = weights . V (each coordinate written), z = w . o + b (written), p = sigma(z)."""
+    o = [w(dot(weights, list(col))) for col in zip(*V, strict=True)]
+    return sigmoid_by_hand(w(dot(w_out, o) + b))
+
+
+def ablation(inputs: dict[str, Any], prompt: str) -> dict[str, Any]:
+    """The [CLS] row by hand (scores, e^s, weights), the read-out with every key and with
+    the highlighted one masked (its e^s left out of the sum), the change, and the verdict
+    by the rule and the threshold the prompt states."""
+    q, w_out, b, h = inputs["q"], inputs["w"], inputs["b"], inputs["highlighted"]
+    threshold = float(re.search(r"\|change\| of at least ([0-9.]+)", prompt).group(1))
+    out: dict[str, Any] = {"weights": [], "p_with": [], "p_without": [], "change": []}
+    for m in range(1, inputs["n_inputs"] + 1):
+        K, V = inputs[f"K_{m}"], inputs[f"V_{m}"]
+        scores = scores_by_hand([q], K, scale=True)[0]
+        weights = softmax_row_by_hand(scores, [False] * len(K))
+        kept = softmax_row_by_hand(scores, [j == h for j in range(len(K))])
+        p_with = readout_by_hand(weights, V, w_out, b)
+        p_without = readout_by_hand(kept, V, w_out, b)
+        out["weights"].append(weights)
+        out["p_with"].append(p_with)
+        out["p_without"].append(p_without)
+        out["change"].append(w(p_without - p_with))
+    large = [abs(c) >= threshold for c in out["change"]]
+    if not any(large):
+        out["verdict"] = "decoration"
+    elif all(large) and (all(c > 0 for c in out["change"]) or all(c < 0 for c in out["change"])):
+        out["verdict"] = "reliance"
+    else:
+        out["verdict"] = "mixed"
+    return out
+
+
 SOLVERS = {
     "attention": attention,
     "causal": masked_weights,
@@ -181,6 +221,7 @@ SOLVERS = {
     "positional_encoding": positional_encoding,
     "scaling": scaling,
     "cost": cost,
+    "ablation": ablation,
 }
 
 

@@ -9,8 +9,11 @@ import yaml
 from django.test import Client
 
 from exercises.cells import cell_name
-from exercises.checking import check_answers
+from exercises.checking import MISTAKES, accepted, check_answers, variant_problems
 from exercises.kinds import ablation, get_kind
+from exercises.kinds.base import HALF_UNIT
+from exercises.variants import draw_variant
+from tests.exercises.hand_solver import hand_answers
 
 EXERCISES = "/api/v1/exercises/"
 SEEDS = range(60)
@@ -50,9 +53,16 @@ def reference(inputs, *, scale=True, renormalise=True):
 
 
 def variant(seed, **params):
+    """The first draw of ``seed``, before the variant check."""
     kind = get_kind("ablation")
     normalized = kind.normalize_params({**params, "seed": seed})
     return kind.generate(normalized, np.random.default_rng(seed))
+
+
+def offered(seed, **params):
+    """The variant an exercise created with ``seed`` gets: the first draw the check keeps."""
+    kind = get_kind("ablation")
+    return draw_variant(kind, kind.normalize_params({**params, "seed": seed}), seed)
 
 
 @pytest.mark.parametrize("seed", range(15))
@@ -263,9 +273,10 @@ def test_a_change_from_probabilities_inside_their_tolerance_is_still_judged_on_i
     change = [a - b for a, b in zip(p_without, p_with, strict=True)]
     checked = _check(g, {**g.solution, "p_with": p_with, "p_without": p_without, "change": change})
     assert checked.parts["p_with"].correct and checked.parts["p_without"].correct
-    # Off by nearly twice a probability's tolerance: far outside the change's own.
-    assert not checked.parts["change"].correct and not checked.parts["change"].follows
-    assert checked.first_wrong == "change"
+    # Off by nearly twice a probability's tolerance: far outside the change's own. It
+    # follows from those probabilities, which earns half credit, never a right answer.
+    assert not checked.parts["change"].correct and checked.parts["change"].follows
+    assert checked.parts["change"].credit == 0.5 and not checked.correct
 
 
 def test_probabilities_rounded_to_three_decimals_still_give_a_right_change():
@@ -311,6 +322,105 @@ def test_the_wrong_methods_once_accepted_are_refused(api, params, seed, how):
     assert result.json()["correct"] is False
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("params", "seed", "how"),
+    [
+        ({}, 0, {"scale": False}),
+        ({}, 126960, {"scale": False}),
+        ({"n_inputs": 4, "n": 3, "case": "decoration"}, 7920, {"scale": False}),
+        ({"n_inputs": 2, "n": 3, "case": "reliance"}, 119010, {"renormalise": False}),
+    ],
+)
+def test_the_wrong_methods_written_to_three_decimals_are_refused(api, params, seed, how):
+    """The same wrong methods with every part written to three decimals, the change the
+    difference of the written probabilities: the hand slack does not let them in."""
+    r = api.post(EXERCISES, {"kind": "ablation", "params": {**params, "seed": seed}}, format="json")
+    ex = r.json()
+    wrong = _wrong_answers(ex["inputs"], **how)
+    for part in ("weights", "p_with", "p_without"):
+        wrong[part] = np.round(wrong[part], 3).tolist()
+    wrong["change"] = np.round(np.subtract(wrong["p_without"], wrong["p_with"]), 3).tolist()
+    result = api.post(f"{EXERCISES}{ex['id']}/submit/", {"answers": wrong}, format="json")
+    assert result.status_code == 200, result.content
+    assert result.json()["correct"] is False
+
+
+# --- Hand work, as the prompt's rounding rule allows ---------------------------------------
+
+
+HAND_PARAMS = [
+    {"n_inputs": 3, "n": 3, "case": "reliance"},
+    {"n_inputs": 5, "n": 5},
+    {"n_inputs": 2, "n": 4, "case": "decoration"},
+    {"n_inputs": 4, "n": 3, "case": "mixed"},
+]
+
+
+@pytest.mark.parametrize("params", HAND_PARAMS)
+def test_the_hand_slack_bounds_what_the_hand_solver_writes(params):
+    """Every step written to three decimals (tests/exercises/hand_solver.py, written from
+    the prompt) lands within the bound the marking widens each part by."""
+    for seed in range(40):
+        g = variant(seed, **params)
+        hand = hand_answers("ablation", g.inputs, g.prompt)
+        carried = ablation.hand_slack(g.inputs)
+        off = {
+            part: np.abs(np.subtract(hand[part], g.solution[part]))
+            for part in ("weights", "p_with", "p_without", "change")
+        }
+        assert (off["weights"] <= carried["weights"] + HALF_UNIT + 1e-12).all(), seed
+        for part in ("p_with", "p_without"):
+            assert (off[part] <= carried[part] + 1e-12).all(), (seed, part)
+        assert (off["change"] <= carried["p_with"] + carried["p_without"] + 1e-12).all()
+
+
+def test_the_hand_work_that_masking_moves_most_is_accepted():
+    # Masked, the [CLS] row's scores are -4.243 and -5.657: e^s written as 0.014 and
+    # 0.003 give weights 0.824 and 0.176 for 0.804 and 0.196, p_without 0.293 for 0.273.
+    g = offered(124, n_inputs=3, n=3, case="reliance")
+    hand = hand_answers("ablation", g.inputs, g.prompt)
+    assert abs(hand["p_without"][0] - g.solution["p_without"][0]) > 0.015
+    checked = _check(g, hand)
+    assert checked.correct, checked.as_dict()
+    assert checked.score == 1.0
+
+
+def test_a_draw_where_the_hand_slack_would_let_a_mistake_in_is_not_offered():
+    kind = get_kind("ablation")
+    first = variant(4)
+    # Decoration changes of 0.0001 to 0.0084 without 1/sqrt(d_k): inside the change's
+    # tolerance once it is widened by what the written probabilities carry.
+    no_scale = kind.answers_under(first.inputs, MISTAKES["no_scale"].recipe)
+    assert accepted(kind, first, no_scale)
+    assert variant_problems(kind, first) == ["no_scale is accepted"]
+    g = offered(4)
+    assert g.inputs != first.inputs
+    for code in kind.mistakes:
+        for decimals in (None, 3):
+            answers = kind.answers_under(g.inputs, MISTAKES[code].recipe, decimals)
+            assert answers is None or not accepted(kind, g, answers), (code, decimals)
+    assert accepted(kind, g, hand_answers("ablation", g.inputs, g.prompt))
+
+
+def test_a_variant_whose_hand_softmax_cannot_be_done_is_not_offered():
+    kind = get_kind("ablation")
+    g = variant(0)
+    q = np.asarray(g.inputs["q"])
+    # Every key far against the query: every e^s of the row is 0.000 at three decimals.
+    g.inputs["K_1"] = [(-5 * np.sign(q)).tolist()] * len(g.inputs["K_1"])
+    assert kind.degenerate(g) == "the exponentials of a row all but vanish at three decimals"
+    assert kind.degenerate(variant(0)) is None
+
+
+def test_the_prompt_says_the_change_tolerance_carries_the_written_probabilities():
+    prompt = " ".join(variant(0).prompt.split())
+    assert (
+        "within 0.005 + 1% of the true change, widened by what your probabilities written "
+        "to three decimals carry" in prompt
+    )
+
+
 def test_right_answers_are_correct():
     g = variant(5)
     assert _check(g, dict(g.solution)).correct
@@ -334,7 +444,7 @@ def test_ablation_through_the_api(api):
         ),
     }
     assert ex["prediction"] is None  # the verdict is a part, answered with the numbers
-    g = variant(4)
+    g = offered(4)
     url = f"{EXERCISES}{ex['id']}/submit/"
     bad = api.post(url, {"answers": {**g.solution, "verdict": "causation"}}, format="json")
     assert bad.status_code == 400
@@ -357,7 +467,7 @@ def test_the_page_renders_the_verdict_as_radio_buttons_and_checks_it(api, learne
     assert 'type="radio" name="answer-verdict" value="reliance"' in html
     assert 'type="radio" name="answer-verdict" value="mixed"' in html
     assert 'type="radio" name="answer-verdict" value="decoration"' in html
-    g = variant(8)
+    g = offered(8)
     cells = {}
     for part in ("p_with", "p_without", "change"):
         cells.update({cell_name(part, (i,)): f"{v:.5f}" for i, v in enumerate(g.solution[part])})
