@@ -5,7 +5,7 @@
 - the share of variants that accept the right method with every step rounded to three
   decimals, the unasked ones too (must be 100%);
 - the share that accept the hand solver of the tests (``tests/exercises/hand_solver.py``),
-  written from each prompt's own rounding rule (must be 100%; the ablation kind has none);
+  written from each prompt's own rounding rule, every kind (must be 100%);
 - how many draws a seed needed on average and the time per variant.
 
 Variants come from ``exercises.variants.draw_variant``, the path every created exercise
