@@ -8,6 +8,7 @@ Tests marked ``postgres`` or ``redis`` skip without them, except under
 from __future__ import annotations
 
 import os
+import uuid
 
 import pytest
 from django.conf import settings
@@ -44,6 +45,23 @@ def _no_rate_limits(settings):
     # Every test runs from one address and shares one cache: limits are switched
     # off here and switched on by the tests about them (tests/test_security_limits.py).
     settings.STUDY_THROTTLE_RATES = dict.fromkeys(settings.STUDY_THROTTLE_RATES)
+
+
+@pytest.fixture
+def limits(settings):
+    """Switch scopes on for one test, with counters of their own in a private cache:
+    ``limits(login="3/minute")``."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": f"limits-{uuid.uuid4()}",
+        }
+    }
+
+    def set_rates(**rates):
+        settings.STUDY_THROTTLE_RATES = {**settings.STUDY_THROTTLE_RATES, **rates}
+
+    return set_rates
 
 
 @pytest.fixture

@@ -21,22 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "s3cret-pass!"
 
 
-@pytest.fixture
-def limits(settings):
-    """Switch scopes on for one test, with counters of their own in a private cache."""
-    settings.CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-            "LOCATION": f"limits-{uuid.uuid4()}",
-        }
-    }
-
-    def set_rates(**rates):
-        settings.STUDY_THROTTLE_RATES = {**settings.STUDY_THROTTLE_RATES, **rates}
-
-    return set_rates
-
-
 def assert_throttled(response):
     assert response.status_code == 429, response.content
     assert int(response["Retry-After"]) >= 1

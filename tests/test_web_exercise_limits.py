@@ -8,8 +8,6 @@ exercises/{id}/submit/) against ``exercise_submit``. A page over the limit answe
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from django.test import Client
 
@@ -17,21 +15,6 @@ from exercises.models import Attempt, Exercise
 from exercises.services import exercise_create
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def limits(settings):
-    settings.CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-            "LOCATION": f"limits-{uuid.uuid4()}",
-        }
-    }
-
-    def set_rates(**rates):
-        settings.STUDY_THROTTLE_RATES = {**settings.STUDY_THROTTLE_RATES, **rates}
-
-    return set_rates
 
 
 @pytest.fixture

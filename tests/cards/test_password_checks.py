@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import uuid
 from collections.abc import Callable
 
 import pytest
@@ -174,21 +173,6 @@ def test_wrong_passwords_here_and_at_the_log_in_count_together(settings, make_us
 
 
 # --- The login limit ------------------------------------------------------------------
-
-
-@pytest.fixture
-def limits(settings):
-    settings.CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-            "LOCATION": f"limits-{uuid.uuid4()}",
-        }
-    }
-
-    def set_rates(**rates):
-        settings.STUDY_THROTTLE_RATES = {**settings.STUDY_THROTTLE_RATES, **rates}
-
-    return set_rates
 
 
 @pytest.mark.parametrize("place", PLACES)
