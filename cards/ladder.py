@@ -120,10 +120,6 @@ def review(
     )
 
 
-def is_due(due_on: dt.date, today: dt.date) -> bool:
-    return due_on <= today
-
-
 def streak_days(
     days: Mapping[dt.date, dt.date | None],
     *,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections import defaultdict
-from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -21,7 +20,7 @@ from django.db.models import (
     QuerySet,
     Subquery,
 )
-from django.db.models.expressions import CombinedExpression, RawSQL
+from django.db.models.expressions import RawSQL
 
 from exercises.selectors import prediction_accuracy
 
@@ -115,13 +114,6 @@ def suspended_states(*, learner) -> QuerySet[ReviewState]:
         .filter(suspended=True)
         .select_related("card", "card__deck")
         .order_by("card__deck__title", "card__position", "card_id")
-    )
-
-
-def net_count(**filters: Any) -> CombinedExpression:
-    """Reviews net of undos: each compensating entry cancels the review it undoes."""
-    return Count("id", filter=Q(undo_of__isnull=True, **filters)) - Count(
-        "id", filter=Q(undo_of__isnull=False, **filters)
     )
 
 

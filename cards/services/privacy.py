@@ -1,8 +1,7 @@
 """A learner's data: the export of everything held about them, and account deletion.
 
 The export is one JSON document with one section per source. A new table that
-holds a learner's data adds a section to ``EXPORT_SECTIONS`` (``reports`` is read
-from a ``cards.Report`` model with a ``learner`` field as soon as one exists).
+holds a learner's data adds a section to ``EXPORT_SECTIONS``.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any
 
-from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY, get_user_model
 from django.core.exceptions import ValidationError
@@ -21,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import selectors
-from ..models import Enrollment, Reminder, ReviewLog, ReviewState
+from ..models import Enrollment, Reminder, Report, ReviewLog, ReviewState
 from . import review_days
 
 logger = logging.getLogger(__name__)
@@ -124,11 +122,7 @@ def _reminders(user: Any) -> list[Mapping[str, Any]]:
 
 
 def _reports(user: Any) -> list[Mapping[str, Any]]:
-    try:
-        model = apps.get_model("cards", "Report")
-    except LookupError:
-        return []
-    return list(model.objects.filter(learner=user).order_by("pk").values())
+    return list(Report.objects.filter(learner=user).order_by("pk").values())
 
 
 EXPORT_SECTIONS: dict[str, Callable[[Any], object]] = {

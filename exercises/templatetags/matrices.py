@@ -129,11 +129,6 @@ CELL_MARKS = {"right": "✓", "wrong": "✗", "follows": "↪"}
 
 
 @register.filter
-def is_matrix(value) -> bool:
-    return isinstance(value, list) and bool(value) and isinstance(value[0], list)
-
-
-@register.filter
 def answer_cell_name(part: str) -> str:
     """The form field of a part answered in one input (a number or a choice)."""
     return cell_name(part)

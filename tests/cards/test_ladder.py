@@ -46,12 +46,6 @@ def test_custom_ladder_and_bad_input():
         ladder.next_step(0, "maybe")
 
 
-def test_is_due():
-    assert ladder.is_due(D(2026, 1, 1), D(2026, 1, 1))
-    assert ladder.is_due(D(2025, 12, 1), D(2026, 1, 1))
-    assert not ladder.is_due(D(2026, 1, 2), D(2026, 1, 1))
-
-
 def at(y, m, d, h, mi=0, tz="UTC"):
     return dt.datetime(y, m, d, h, mi, tzinfo=ZoneInfo(tz))
 
