@@ -258,16 +258,15 @@ def _input_fits(
 ) -> bool:
     """One input on its own: clear of the threshold, in the direction the case wants.
 
-    A filter run many times per variant, so it works the [CLS] row out directly; the
-    variant's parts come from the engine (``evaluate``), which the whole variant must
-    pass too.
+    A filter run many times per variant, so it works the [CLS] row out with the engine's
+    softmax alone rather than a whole traced head; the variant's parts come from
+    ``evaluate``, which the whole variant must pass too.
     """
     scores = (K @ q) / np.sqrt(D)
-    e = np.exp(scores - scores.max())
-    weights = e / e.sum()
-    kept = np.delete(e, h)
-    p_with = 1.0 / (1.0 + np.exp(-(w @ (weights @ V) + b)))
-    p_without = 1.0 / (1.0 + np.exp(-(w @ ((kept / kept.sum()) @ np.delete(V, h, axis=0)) + b)))
+    weights = engine.softmax(scores)
+    kept = engine.softmax(np.delete(scores, h))  # the token masked: the others renormalise
+    p_with = sigmoid(w @ (weights @ V) + b)
+    p_without = sigmoid(w @ (kept @ np.delete(V, h, axis=0)) + b)
     change = p_without - p_with
     margin = weights[h] - np.delete(weights, h).max()
     if case == DECORATION:
