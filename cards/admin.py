@@ -255,8 +255,8 @@ class LearnerUserAdmin(UserAdmin):
         return deleted, counts, perms_needed, protected
 
     def delete_model(self, request, obj):
-        privacy.account_delete(user=obj, check_password=False)
+        privacy.account_delete(user=obj)
 
     def delete_queryset(self, request, queryset):
         for user in queryset:
-            privacy.account_delete(user=user, check_password=False)
+            privacy.account_delete(user=user)

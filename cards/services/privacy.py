@@ -158,15 +158,14 @@ def _deleted_learners() -> Any:
 
 
 @transaction.atomic
-def account_delete(*, user: Any, password: str | None = None, check_password: bool = True) -> None:
+def account_delete(*, user: Any) -> None:
     """Delete the learner and their personal data.
 
     The review log stays for the staff's card statistics, moved to an account that
     stands for all deleted learners and stripped of idempotency keys, so nothing
-    in it points back to the person. Everything else of theirs is deleted.
+    in it points back to the person. Everything else of theirs is deleted. A learner's
+    own deletion confirms the password first (``accounts.account_delete``).
     """
-    if check_password and not (password and user.check_password(password)):
-        raise ValidationError({"password": ["Deleting the account needs your current password."]})
     if user.get_username() == DELETED_LEARNERS_USERNAME:
         raise ValidationError({"detail": ["This account holds deleted learners' reviews."]})
     holder = _deleted_learners()

@@ -88,7 +88,7 @@ def test_log_ins_of_another_account_spelled_alike_stay(learner, django_user_mode
     # An account made in the admin before names were compared without case.
     twin = django_user_model.objects.create_user("Alice", password=PASSWORD)
     _log_ins("alice", "Alice")
-    privacy.account_delete(user=learner, password=PASSWORD)
+    privacy.account_delete(user=learner)
     assert _log_in_rows("alice") == 0
     assert _log_in_rows("Alice") == 3
     assert django_user_model.objects.filter(pk=twin.pk).exists()
