@@ -96,7 +96,7 @@ def main() -> None:
     from django.contrib.auth import get_user_model
     from rest_framework.test import APIClient
 
-    from cards import mail_tasks
+    from cards import tasks
     from studyapp.celery import app
 
     get_user_model().objects.create_user("alice", "alice@example.org", "a-long-passphrase")
@@ -147,7 +147,7 @@ def main() -> None:
                 message = queue.get(block=False)
             except queue.Empty:
                 break
-            mail_tasks.send_password_reset_mail(**message.payload[1])
+            tasks.send_password_reset_mail(**message.payload[1])
             message.ack()
             queued += 1
         queue.close()

@@ -19,11 +19,12 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 from celery import group, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from .metrics import beat_job
+from .services import accounts, reminders, scheduling
 from .services import housekeeping as housekeeping_service
-from .services import reminders, scheduling
 
 logger = logging.getLogger(__name__)
 
@@ -33,13 +34,16 @@ R_co = TypeVar("R_co", covariant=True)
 
 
 class Task(Protocol[P, R_co]):
-    """What mypy needs to know of a Celery task: called like its function, and ``s``."""
+    """What mypy needs to know of a Celery task: called like its function, ``s`` and
+    ``apply_async``."""
 
     name: str
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
 
     def s(self, *args: P.args, **kwargs: P.kwargs) -> Any: ...
+
+    def apply_async(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def _task(**options: Any) -> Callable[[Callable[P, R]], Task[P, R]]:
@@ -127,3 +131,35 @@ def send_reminders_chunk(
 @_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)
 def housekeeping() -> dict[str, int]:
     return housekeeping_service.housekeeping(at=timezone.now())
+
+
+# --- Mail a request asks for, sent after the answer ---------------------------------------
+
+
+@_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=60, time_limit=90)
+def send_password_reset_mail(email: str) -> int:
+    """Mail a reset link to every active account with ``email``; the number sent.
+
+    The request only enqueues this, whether or not the address has an account, so its
+    time says nothing about which addresses are known. Run twice (a redelivery), it
+    mails a second link; either link works once.
+    """
+    return accounts.password_reset_mail_send(email=email)
+
+
+def enqueue_password_reset_mail(*, email: str) -> None:
+    """Ask a worker to mail the reset link once the current transaction commits.
+
+    Never raises: with the broker down the request still answers, and the failure is
+    logged (without the address) so the learner's retry is the way back.
+    """
+    transaction.on_commit(lambda: _publish_password_reset_mail(email))
+
+
+def _publish_password_reset_mail(email: str) -> None:
+    try:
+        send_password_reset_mail.apply_async(
+            kwargs={"email": email}, retry=True, retry_policy=scheduling.PUBLISH_ONCE
+        )
+    except Exception as exc:
+        logger.warning("Could not enqueue a password reset mail (%s: %s)", type(exc).__name__, exc)

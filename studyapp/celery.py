@@ -34,18 +34,3 @@ def _patient_worker_sockets(conf=None, **kwargs) -> None:
     if "socket_timeout" in options:
         options["socket_timeout"] = max(float(options["socket_timeout"]), 30.0)
         conf.broker_transport_options = options
-
-
-@celeryd_init.connect
-def _patient_worker_statements(**kwargs) -> None:
-    # Web requests give up on a statement after STUDY_DB_STATEMENT_TIMEOUT_MS; a task is
-    # a long job (a beat pass over every learner), with the job statement timeout.
-    # Connections read their options when they open, and a worker opens its own.
-    from django.conf import settings
-    from django.db import connections
-
-    job_options = getattr(settings, "STUDY_DB_JOB_OPTIONS", None)
-    if job_options is None:  # not PostgreSQL
-        return
-    settings.DATABASES["default"]["OPTIONS"]["options"] = job_options
-    connections.close_all()

@@ -8,7 +8,6 @@ filesystem Celery broker under ``var/``. Production sets ``DJANGO_DEBUG=0``,
 """
 
 import os
-import sys
 from pathlib import Path
 
 import dj_database_url
@@ -116,8 +115,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # gunicorn's 30 s worker timeout, and a request's last statement must end well before
 # an Idempotency-Key's 60 s lease runs out (docs/security.md, "Fault paths"):
 # libpq's connect timeout (seconds) and PostgreSQL's statement and lock timeouts
-# (milliseconds; 0 turns one off). Long jobs, the Celery worker's tasks and the
-# management commands (migrate, seed_load, ...), run with the job statement timeout.
+# (milliseconds; 0 turns one off). A connection opens with the job statement timeout
+# (the Celery worker's tasks, management commands, scripts); the processes that serve
+# requests switch to STUDY_DB_STATEMENT_TIMEOUT_MS where they load the WSGI
+# application (studyapp.wsgi: gunicorn and runserver).
 STUDY_DB_CONNECT_TIMEOUT = int(os.environ.get("STUDY_DB_CONNECT_TIMEOUT", "3"))
 STUDY_DB_STATEMENT_TIMEOUT_MS = int(os.environ.get("STUDY_DB_STATEMENT_TIMEOUT_MS", "5000"))
 STUDY_DB_LOCK_TIMEOUT_MS = int(os.environ.get("STUDY_DB_LOCK_TIMEOUT_MS", "3000"))
@@ -137,17 +138,13 @@ def pg_session_options(*, statement_timeout_ms: int, base: str = "") -> str:
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     _pg_options = DATABASES["default"].setdefault("OPTIONS", {})
     _pg_base_options = _pg_options.get("options", "")
-    _is_command = Path(sys.argv[0]).name == "manage.py" and sys.argv[1:2] != ["runserver"]
     _pg_options["connect_timeout"] = STUDY_DB_CONNECT_TIMEOUT
     _pg_options["options"] = pg_session_options(
-        statement_timeout_ms=STUDY_DB_JOB_STATEMENT_TIMEOUT_MS
-        if _is_command
-        else STUDY_DB_STATEMENT_TIMEOUT_MS,
-        base=_pg_base_options,
-    )
-    # What the Celery worker switches to (studyapp.celery): tasks are long jobs.
-    STUDY_DB_JOB_OPTIONS = pg_session_options(
         statement_timeout_ms=STUDY_DB_JOB_STATEMENT_TIMEOUT_MS, base=_pg_base_options
+    )
+    # What the processes that serve requests switch to (studyapp.wsgi).
+    STUDY_DB_WEB_OPTIONS = pg_session_options(
+        statement_timeout_ms=STUDY_DB_STATEMENT_TIMEOUT_MS, base=_pg_base_options
     )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -421,7 +418,6 @@ if EMAIL_USE_TLS and EMAIL_USE_SSL:
     raise RuntimeError("EMAIL_USE_TLS and EMAIL_USE_SSL: set one of them, not both")
 # A hung SMTP send must end well before a reminder claim can be taken over.
 EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT") or os.environ.get("DJANGO_EMAIL_TIMEOUT", "30"))
-CELERY_IMPORTS = ["cards.mail_tasks"]  # mail a request asks for, sent after the answer
 
 # --- Logging -----------------------------------------------------------------
 LOGGING = {

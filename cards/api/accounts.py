@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from .. import mail_tasks, selectors, services
+from .. import selectors, services, tasks
 from ..serializers import (
     AccountDeleteSerializer,
     PasswordChangeSerializer,
@@ -150,7 +150,7 @@ class PasswordResetView(PublicView):
     def post(self, request):
         data = PasswordResetSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        mail_tasks.enqueue_password_reset_mail(email=data.validated_data["email"])
+        tasks.enqueue_password_reset_mail(email=data.validated_data["email"])
         return Response(status=status.HTTP_202_ACCEPTED)
 
 

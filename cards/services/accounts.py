@@ -238,7 +238,7 @@ def account_delete(*, user: Any, password: str, request: Any) -> None:
         field="password",
         message="This is not your current password; the account is not deleted.",
     )
-    privacy.account_delete(user=user, check_password=False)
+    privacy.account_delete(user=user)
 
 
 def password_reset_user(*, uid: str, token: str) -> Any:
@@ -274,7 +274,7 @@ def password_reset_confirm(*, uid: str, token: str, new_password: str) -> None:
 def password_reset_mail_send(*, email: str) -> int:
     """Mail a one-time reset link to every active account with this address.
 
-    Runs in a worker (``cards.mail_tasks``), never in the request that asked for it,
+    Runs in a worker (``cards.tasks.send_password_reset_mail``), never in the request that asked for it,
     so a known and an unknown address take the same time there. The link is built
     from ``SITE_URL``, never from a request's Host. Returns the number of mails sent.
     """

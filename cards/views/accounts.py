@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from .. import mail_tasks, services
+from .. import services, tasks
 from ..forms import PasswordChangeForm, SignUpForm
 from ..services import accounts as account_services
 from .common import apply_errors, signed_in
@@ -78,7 +78,7 @@ class PasswordResetView(auth_views.PasswordResetView):
     """Django's reset form; a worker mails the link (built from ``SITE_URL``) after the answer."""
 
     def form_valid(self, form):
-        mail_tasks.enqueue_password_reset_mail(email=form.cleaned_data["email"])
+        tasks.enqueue_password_reset_mail(email=form.cleaned_data["email"])
         return HttpResponseRedirect(self.get_success_url())
 
 

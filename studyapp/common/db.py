@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, ParamSpec, TypeVar
 
-from django.db import DatabaseError, transaction
+from django.conf import settings
+from django.db import DatabaseError, connections, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -170,3 +171,24 @@ def query_deadline(seconds: float) -> Callable[..., Any]:
             watchdog.release(token)
 
     return wrapper
+
+
+# --- Statement timeouts by role -----------------------------------------------------------
+
+
+def serve_requests_with_web_timeouts() -> None:
+    """Switch this process's connections to the request statement timeout.
+
+    Connections open with the job statement timeout (settings: tasks, commands, scripts
+    run long statements); a process that serves requests calls this once, where it loads
+    the WSGI application, before it serves any. Connections read their options when they
+    open, so one already open (runserver's migration check) is closed, unless it is inside
+    a transaction (a test that loads the application keeps its own).
+    """
+    web_options = getattr(settings, "STUDY_DB_WEB_OPTIONS", None)
+    if web_options is None:  # not PostgreSQL
+        return
+    settings.DATABASES["default"]["OPTIONS"]["options"] = web_options
+    for opened in connections.all(initialized_only=True):
+        if not opened.in_atomic_block:
+            opened.close()

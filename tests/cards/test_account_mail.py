@@ -118,7 +118,7 @@ def test_the_request_only_enqueues_and_known_and_unknown_take_one_path(
 
 
 def test_the_worker_mails_only_known_addresses(alice, mail_worker):
-    from cards.mail_tasks import send_password_reset_mail
+    from cards.tasks import send_password_reset_mail
 
     mail.outbox.clear()
     assert send_password_reset_mail("nobody@example.org") == 0
@@ -129,12 +129,12 @@ def test_the_worker_mails_only_known_addresses(alice, mail_worker):
 def test_a_broker_that_is_down_still_answers_202(
     alice, monkeypatch, django_capture_on_commit_callbacks, caplog
 ):
-    from cards import mail_tasks
+    from cards import tasks
 
     def down(*args, **kwargs):
         raise ConnectionError("broker down")
 
-    monkeypatch.setattr(mail_tasks.send_password_reset_mail, "apply_async", down)
+    monkeypatch.setattr(tasks.send_password_reset_mail, "apply_async", down)
     with django_capture_on_commit_callbacks(execute=True):
         response = APIClient().post(
             "/api/v1/auth/password-reset/", {"email": "alice@example.org"}, format="json"

@@ -28,7 +28,7 @@ from django.db import close_old_connections, connection
 from cards import services
 from cards.models import ReviewLog
 from cards.services.reviews import IDEMPOTENCY_LEASE
-from studyapp.common.db import watchdog
+from studyapp.common.db import serve_requests_with_web_timeouts, watchdog
 
 from .conftest import START
 
@@ -42,17 +42,24 @@ PRINT_OPTIONS = (
 )
 
 
-def _options(*, via_manage: bool, **env: str) -> dict:
+def _options(*, how: str, **env: str) -> dict:
+    """The connection options of a process started ``how``: "manage.py" (a command),
+    "script" (plain django.setup()) or "wsgi" (what gunicorn and runserver load)."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("STUDY_DB_")}
     environ.update(DATABASE_URL="postgres://study@db.example:5432/study", **env)
-    if via_manage:
+    setup = {
+        "script": "django.setup(); ",
+        "wsgi": "import studyapp.wsgi; ",
+    }
+    if how == "manage.py":
         argv = [sys.executable, "manage.py", "shell", "-c", PRINT_OPTIONS]
     else:
         argv = [
             sys.executable,
             "-c",
             "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'studyapp.settings'; "
-            "django.setup(); " + PRINT_OPTIONS,
+            + setup[how]
+            + PRINT_OPTIONS,
         ]
     result = subprocess.run(argv, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -60,7 +67,7 @@ def _options(*, via_manage: bool, **env: str) -> dict:
 
 
 def test_connections_open_with_timeouts_from_the_environment():
-    default = _options(via_manage=False)
+    default = _options(how="wsgi")
     assert default["connect_timeout"] == 3
     assert "-c statement_timeout=5000" in default["options"]
     assert "-c lock_timeout=3000" in default["options"]
@@ -68,7 +75,7 @@ def test_connections_open_with_timeouts_from_the_environment():
     assert IDEMPOTENCY_LEASE.total_seconds() > 5 + GUNICORN_TIMEOUT_S
 
     tuned = _options(
-        via_manage=False,
+        how="wsgi",
         STUDY_DB_CONNECT_TIMEOUT="2",
         STUDY_DB_STATEMENT_TIMEOUT_MS="1500",
         STUDY_DB_LOCK_TIMEOUT_MS="700",
@@ -76,9 +83,11 @@ def test_connections_open_with_timeouts_from_the_environment():
     assert tuned["connect_timeout"] == 2
     assert "-c statement_timeout=1500 -c lock_timeout=700" in tuned["options"]
 
-    # A management command is a long job: the job statement timeout, the same lock timeout.
-    command = _options(via_manage=True, STUDY_DB_JOB_STATEMENT_TIMEOUT_MS="120000")
-    assert "-c statement_timeout=120000 -c lock_timeout=3000" in command["options"]
+    # A management command, a script (a benchmark seeding its data) and the Celery worker
+    # run long jobs: the job statement timeout, the same lock timeout.
+    for how in ("manage.py", "script"):
+        job = _options(how=how, STUDY_DB_JOB_STATEMENT_TIMEOUT_MS="120000")
+        assert "-c statement_timeout=120000 -c lock_timeout=3000" in job["options"]
 
 
 @pytest.fixture
@@ -159,17 +168,21 @@ def test_a_statement_over_the_statement_timeout_is_a_503_with_retry_after(
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_the_celery_worker_runs_tasks_with_the_job_statement_timeout():
-    from studyapp.celery import _patient_worker_statements
-
+def test_jobs_run_with_the_job_timeout_and_served_requests_with_the_web_one():
     options = settings.DATABASES["default"]["OPTIONS"]
     saved = options["options"]
     try:
-        _patient_worker_statements()
-        assert "statement_timeout=600000" in options["options"]
+        # A connection as a job opens it (what settings give every process but the web
+        # server's; _options above shows it for a script and a command).
+        options["options"] = "-c statement_timeout=600000 -c lock_timeout=3000"
+        connection.close()
         with connection.cursor() as cursor:
             cursor.execute("SHOW statement_timeout")
             assert cursor.fetchone()[0] == "10min"
+        serve_requests_with_web_timeouts()
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] == "5s"
             cursor.execute("SHOW lock_timeout")
             assert cursor.fetchone()[0] == "3s"
     finally:
