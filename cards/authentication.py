@@ -2,7 +2,7 @@
 
 Nearly every study endpoint needs the learner's "today", which needs the profile
 (time zone, day start); reading it with the token saves a query per request. The
-query is compiled once per connection (``cards.compiled``): every API request makes it.
+query is compiled once per connection (``cards.db.compiled``): every API request makes it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 
-from .compiled import CompiledQuery
+from .db.compiled import CompiledQuery
 
 _STAND_IN_KEY = "compiled-stand-in-key"
 

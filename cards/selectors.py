@@ -25,7 +25,7 @@ from django.db.models.expressions import RawSQL
 from exercises.selectors import prediction_accuracy
 
 from . import ladder
-from .compiled import CompiledQuery
+from .db.compiled import CompiledQuery
 from .models import (
     Card,
     Deck,
@@ -287,7 +287,7 @@ def due_page_rows(rows: list[dict]) -> list[dict]:
 
 # --- The due queue's SQL, compiled once per connection ----------------------------
 # Compiling these three queries took a few milliseconds a request; they are compiled
-# once, from the functions above, for a stand-in learner and day (cards.compiled).
+# once, from the functions above, for a stand-in learner and day (cards.db.compiled).
 # The stand-in is not paused, so the SQL is queue_states' own for a learner who is
 # not; due_count and due_page make queue_states' pause check themselves first.
 

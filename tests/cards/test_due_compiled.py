@@ -1,6 +1,6 @@
 """The due queue and token authentication run SQL compiled once: same rows as the ORM.
 
-``cards.compiled.CompiledQuery`` compiles ``queue_states``, ``due_page_query`` and the
+``cards.db.compiled.CompiledQuery`` compiles ``queue_states``, ``due_page_query`` and the
 token query once per connection with stand-in values; these tests hold the compiled
 path to the querysets it comes from, on whichever database the suite runs.
 """
@@ -19,7 +19,7 @@ from rest_framework.authtoken.models import Token
 
 from cards import selectors
 from cards.authentication import token_query, token_with_profile
-from cards.compiled import CompiledQuery
+from cards.db.compiled import CompiledQuery
 from cards.models import Card, Deck, ExerciseBinding, LearnerProfile, ReviewLog, ReviewState, Tag
 from exercises.models import Exercise
 
