@@ -1,7 +1,8 @@
 """The fan-out part of ``benchmarks/bench_beat.py``: the beat task's reminder pass through
 real Celery workers on Redis, with 1 and then 2 worker processes.
 
-Imported by ``bench_beat.main`` after ``django.setup()``.
+Imported by ``bench_beat.main`` after ``django.setup()``; the data comes from
+``benchmarks/beat_seed.py``.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from pathlib import Path
 
 from django.conf import settings
 
-from benchmarks.bench_beat import REPO, enroll_overdue, seed
+from benchmarks.beat_seed import seed_due_reminders
 from benchmarks.pg import sql
 from cards import tasks
 from cards.models import Reminder
 from cards.services import reminders
 
+REPO = Path(__file__).resolve().parents[1]
 TIMEOUT_SECONDS = 1800
 
 
@@ -65,18 +67,6 @@ def start_worker(queue: str, processes: int, log_path: Path) -> subprocess.Popen
             sys.exit(f"the worker did not start:\n{log_path.read_text()[-3000:]}")
         time.sleep(0.2)
     return proc
-
-
-def seed_due_reminders(learners: int) -> None:
-    """``learners`` learners, each with one overdue card and a reminder due now."""
-    seed(learners, 1)
-    enroll_overdue(learners)
-    # Every learner's reminder is due whatever the wall clock says.
-    sql(
-        "UPDATE cards_learnerprofile SET reminders = true, timezone = 'UTC', "
-        "day_starts_at = 0, reminder_hour = 0"
-    )
-    sql("VACUUM ANALYZE")
 
 
 def time_fanout(learners: int, processes: int) -> tuple[float, int]:

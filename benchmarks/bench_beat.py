@@ -14,6 +14,9 @@ identical run, since tracing slows Python down), and for placement the time of
 one hand-written ``INSERT ... SELECT`` of the same rows. The fan-out part runs the beat
 task against Redis with real workers (``--fanout`` learners, 1 then 2 processes), prints
 the speedup and projects a million learners on 8 worker processes.
+
+The data is seeded by ``benchmarks/beat_seed.py``; the fan-out part is
+``benchmarks/beat_fanout.py``. ``python -m benchmarks.bench_beat`` runs it too.
 """
 
 from __future__ import annotations
@@ -28,77 +31,16 @@ import tracemalloc
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from benchmarks.pg import ensure_database, sql  # noqa: E402
-
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_beat")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
-os.environ.setdefault("LOG_LEVEL", "WARNING")
-# With DEBUG on, Django keeps the last 9,000 statements in memory: not the job's memory.
-os.environ.setdefault("DJANGO_DEBUG", "0")
-os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
-
-ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Tokyo", "Pacific/Kiritimati"]
+# Set by ``main`` where the caller has not set them.
+ENVIRONMENT = {
+    "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/bench_beat",
+    "DJANGO_SETTINGS_MODULE": "studyapp.settings",
+    "LOG_LEVEL": "WARNING",
+    # With DEBUG on, Django keeps the last 9,000 statements in memory: not the job's memory.
+    "DJANGO_DEBUG": "0",
+    "DJANGO_SECRET_KEY": "benchmark-only",
+}
 AT = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
-
-
-def seed(learners: int, cards: int) -> None:
-    """``learners`` synthetic users with profiles over a few zones, and a deck of ``cards`` cards."""
-    # The benchmark database is the benchmark's own: start from empty study tables.
-    sql("TRUNCATE auth_user, cards_deck RESTART IDENTITY CASCADE")
-    sql(
-        """
-        INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email,
-                               is_staff, is_active, date_joined)
-        SELECT '!', false, 'bench-' || lpad(g::text, 6, '0'), '', '',
-               'bench-' || g || '@bench.invalid', false, true, now()
-        FROM generate_series(1, %s) g
-        """,
-        [learners],
-    )
-    sql(
-        """
-        INSERT INTO cards_learnerprofile
-            (user_id, timezone, day_starts_at, reminders, reminder_hour, confirmed_email)
-        SELECT u.id, (%s::text[])[1 + u.id %% %s], 4, false, 4, u.email
-        FROM auth_user u WHERE u.username LIKE 'bench-%%'
-        ON CONFLICT (user_id) DO UPDATE SET timezone = EXCLUDED.timezone,
-            day_starts_at = 4, reminders = false, reminder_hour = 4,
-            confirmed_email = EXCLUDED.confirmed_email
-        """,
-        [ZONES, len(ZONES)],
-    )
-    sql(
-        "INSERT INTO cards_deck (slug, title, description, created_at, updated_at) "
-        "VALUES ('bench-deck', 'Bench', '', now(), now()), ('bench-due', 'Due', '', now(), now())"
-    )
-    sql(
-        """
-        INSERT INTO cards_card (deck_id, key, kind, prompt, answer, exercise, position, is_active,
-                                created_at, updated_at)
-        SELECT d.id, 'c' || g, 'recall', 'Prompt ' || g, '', NULL::jsonb, g, true, now(), now()
-        FROM cards_deck d, generate_series(1, %s) g WHERE d.slug = 'bench-deck'
-        UNION ALL
-        SELECT d.id, 'due', 'recall', 'Overdue', '', NULL::jsonb, 0, true, now(), now()
-        FROM cards_deck d WHERE d.slug = 'bench-due'
-        """,
-        [cards],
-    )
-    sql("VACUUM ANALYZE")
-
-
-def enroll_first(learners: int, deck_slug: str) -> None:
-    sql(
-        """
-        INSERT INTO cards_enrollment (learner_id, deck_id, created_at)
-        SELECT u.id, d.id, now() FROM auth_user u, cards_deck d
-        WHERE u.username LIKE 'bench-%%' AND u.username <= 'bench-' || lpad(%s::text, 6, '0')
-          AND d.slug = %s
-        ON CONFLICT DO NOTHING
-        """,
-        [learners, deck_slug],
-    )
 
 
 class Meter:
@@ -133,6 +75,8 @@ class Meter:
 
 
 def bench_placement(learners: int, cards: int) -> None:
+    from benchmarks.beat_seed import enroll_first
+    from benchmarks.pg import sql
     from cards.services.scheduling import schedule_new_cards
 
     enroll_first(learners, "bench-deck")
@@ -187,26 +131,15 @@ def bench_placement(learners: int, cards: int) -> None:
     )
 
 
-def enroll_overdue(learners: int) -> None:
-    """The first ``learners`` learners enrolled in deck ``bench-due``, its cards long overdue."""
-    enroll_first(learners, "bench-due")
-    sql(
-        """
-        INSERT INTO cards_reviewstate (learner_id, card_id, step, due_on, created_at, updated_at)
-        SELECT e.learner_id, c.id, 1, DATE '2020-01-01', now(), now()
-        FROM cards_enrollment e JOIN cards_card c ON c.deck_id = e.deck_id
-        JOIN cards_deck d ON d.id = e.deck_id AND d.slug = 'bench-due'
-        ON CONFLICT DO NOTHING
-        """
-    )
-
-
 def bench_reminders(learners: int) -> None:
     from django.conf import settings
 
+    from benchmarks.beat_seed import enroll_overdue
+    from benchmarks.mail import CountingBackend
+    from benchmarks.pg import sql
     from cards.services.reminders import send_due_reminders
 
-    settings.EMAIL_BACKEND = "benchmarks.bench_beat.CountingBackend"
+    settings.EMAIL_BACKEND = "benchmarks.mail.CountingBackend"
     enroll_overdue(learners)
     sql("ANALYZE")
     sql(
@@ -246,23 +179,6 @@ def warm_up_mail() -> None:
     reminder_message(learner=learner, claim=claim).message().as_bytes()
 
 
-def _counting_backend():
-    from django.core.mail.backends.base import BaseEmailBackend
-
-    class Counting(BaseEmailBackend):
-        """Builds each MIME message like a real backend would, then drops it."""
-
-        sent = 0
-
-        def send_messages(self, email_messages):
-            for message in email_messages:
-                message.message().as_bytes()
-            type(self).sent += len(email_messages)
-            return len(email_messages)
-
-    return Counting
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learners", type=int, default=1000, help="N; the second size is 10N")
@@ -278,15 +194,19 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    if str(REPO) not in sys.path:  # run as a script, benchmarks/bench_beat.py
+        sys.path.insert(0, str(REPO))
+    for name, value in ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+    from benchmarks.pg import ensure_database
+
     ensure_database("bench_beat")
     import django
 
     django.setup()
     from django.core.management import call_command
 
-    global CountingBackend
-    CountingBackend = _counting_backend()
-    sys.modules.setdefault("benchmarks.bench_beat", sys.modules[__name__])
+    from benchmarks.beat_seed import seed
 
     call_command("migrate", verbosity=0)
     sizes = [args.learners, 10 * args.learners]
@@ -308,8 +228,6 @@ def main() -> None:
         print("send_due_reminders fanned out to Celery workers (Redis), every learner due:")
         bench_fanout(args.fanout)
 
-
-CountingBackend = None
 
 if __name__ == "__main__":
     main()
