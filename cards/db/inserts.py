@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection
 from django.db.models import Model
+
+M = TypeVar("M", bound=Model)
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ def raw_insert(model: type[Model], objs: Sequence[Model]) -> RawInsert:
     )
 
 
-def inserted(obj: Model, pk: Any) -> Model:
+def inserted(obj: M, pk: Any) -> M:
     """Mark ``obj`` as the saved row ``pk`` that a raw insert wrote."""
     obj.pk = pk
     obj._state.adding = False

@@ -132,9 +132,7 @@ def exercises_for_review(
     items = []
     for state in states:
         binding = bindings.get(state.card_id)
-        usable = binding is not None and not (
-            binding.review_id is None and binding.exercise.attempts_used > 0
-        )
+        usable = binding is not None and not binding.is_spent
         items.append(
             DueExercise(
                 card_id=state.card_id,
