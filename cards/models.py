@@ -156,7 +156,10 @@ class ReviewState(models.Model):
 
 
 class KeptByDatabase(models.Model):
-    """A table its database triggers keep: Django reads it and never writes it."""
+    """A table its database triggers keep: Django reads it and never writes it.
+
+    The triggers of each such table are declared once, in ``cards.db.counts``.
+    """
 
     class Meta:
         abstract = True
@@ -171,12 +174,13 @@ class KeptByDatabase(models.Model):
 class ReviewStateCount(KeptByDatabase):
     """How many of a learner's scheduled states share a due date, a rung and ``suspended``.
 
-    Kept by the database: triggers on the review-state table (migration 0009) apply
+    Kept by the database: triggers on the review-state table apply
     every insert, update and delete, whoever writes it (services, the raw SQL of the
     beat jobs, cascades, bulk loads). A count that reaches zero is deleted by the same
     trigger, so the rows are exactly ``GROUP BY`` of the scheduled states. stats/ reads
     its forecast, due count and ``by_step`` here, in time that follows the learner's
-    days rather than their cards. Read-only from Django.
+    days rather than their cards. Read-only from Django. The triggers are declared in
+    ``cards.db.counts`` (``REVIEW_STATE_COUNTS``) and created by the migrations.
 
     ``learner`` carries no database constraint: deleting an account deletes its states,
     and their trigger deletes these rows, in whichever order Django deletes the tables.
@@ -210,12 +214,13 @@ class LapseCount(KeptByDatabase):
     """How many times a learner has failed a card, net of undos: their lapses of it.
 
     The review log's failed entries summed per (learner, card), an undo entry counting
-    -1. Kept by the database: triggers on the review log (migration 0010) apply every
+    -1. Kept by the database: triggers on the review log apply every
     insert, update and delete, whoever writes it (the review, undo and exercise services,
     account deletion moving the log, bulk loads, psql). A count that reaches zero is
     deleted, so the rows are exactly the non-zero sums of the log. Leeches
     (``n >= STUDY_LEECH_LAPSES``) are read through ``(learner, n)``, in time that follows
-    the learner's leeches rather than their log. Read-only from Django.
+    the learner's leeches rather than their log. Read-only from Django. The triggers are
+    declared in ``cards.db.counts`` (``LAPSE_COUNTS``), the undo-net count too (``net``).
 
     ``learner`` and ``card`` carry no database constraint: the log outlives deleted
     cards, and an account's log rows and counts go in whichever order Django deletes them.
@@ -317,8 +322,9 @@ class ReviewDay(models.Model):
 
     The streak, retention and review calendar read these rows instead of the log, so
     their cost follows the days studied, not the reviews. Kept in the same statement
-    or transaction as the log by the review and undo services, and merged into the
-    deleted learners' account with their log.
+    or transaction as the log by the review and undo services (not by triggers: the
+    SQL is in ``cards.db.counts``, its writers in ``cards.services.review_days`` and
+    ``cards.db.reviews``), and merged into the deleted learners' account with their log.
     """
 
     learner = models.ForeignKey(
@@ -427,8 +433,26 @@ class Reminder(models.Model):
         return f"Reminder to {self.learner} for {self.study_day}"
 
 
+class ExerciseBindingQuerySet(models.QuerySet["ExerciseBinding"]):
+    def spent(self) -> ExerciseBindingQuerySet:
+        return self.filter(ExerciseBinding.SPENT)
+
+    def usable(self) -> ExerciseBindingQuerySet:
+        """Bindings whose exercise's first submission can still record the review."""
+        return self.exclude(ExerciseBinding.SPENT)
+
+
 class ExerciseBinding(models.Model):
-    """Ties a generated exercise to the review of an exercise card on one study day."""
+    """Ties a generated exercise to the review of an exercise card on one study day.
+
+    The exercise's first submission records the review (``review``). A binding is
+    *spent* (``SPENT``) when its exercise was answered with no review recorded: practice,
+    while the card was out of the queue. Its first submission is gone, so the card, due
+    again, gets a fresh exercise in its place (``cards.db.bindings`` replaces it).
+    """
+
+    # The one definition of "spent"; ``is_spent`` is the same for a loaded row.
+    SPENT = Q(review__isnull=True, exercise__attempts_used__gt=0)
 
     exercise = models.OneToOneField(
         "exercises.Exercise", on_delete=models.CASCADE, related_name="binding"
@@ -441,6 +465,8 @@ class ExerciseBinding(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = ExerciseBindingQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(
@@ -450,6 +476,11 @@ class ExerciseBinding(models.Model):
 
     def __str__(self) -> str:
         return f"Exercise {self.exercise_id} for card {self.card_id} on {self.study_day}"
+
+    @property
+    def is_spent(self) -> bool:
+        """``SPENT`` for this row (reads its exercise)."""
+        return self.review_id is None and self.exercise.attempts_used > 0
 
 
 class Report(models.Model):

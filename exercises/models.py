@@ -8,6 +8,12 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 
+class ExerciseQuerySet(models.QuerySet["Exercise"]):
+    def unattempted(self) -> ExerciseQuerySet:
+        """Exercises no submission has used an attempt of (a prediction uses none)."""
+        return self.filter(attempts_used=0)
+
+
 class Exercise(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="exercises"
@@ -26,6 +32,8 @@ class Exercise(models.Model):
     solved = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     last_attempt_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ExerciseQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -183,7 +183,7 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         data = ReviewCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            answer = review_services.review_submit(
+            recorded = review_services.review_submit(
                 learner=request.user,
                 card=data.validated_data["card"],
                 result=data.validated_data["result"],
@@ -199,7 +199,8 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             services.IdempotencyConflict,
         ) as exc:
             return _review_refused(exc)
-        return Response(answer.body, status=answer.status)
+        # A replay answers as the key's first request did: the review it recorded, 201.
+        return Response(recorded.body, status=status.HTTP_201_CREATED)
 
 
 def _idempotency_key(request) -> str:

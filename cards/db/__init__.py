@@ -1,6 +1,14 @@
 """The study core's SQL that is not the ORM's: one module per concern.
 
-Everything here that differs between PostgreSQL and SQLite, or reaches past the ORM
-(``compiled``: Django's query compiler), sits behind functions that name what they
-do, so the services above read the same on both databases.
+Everything here that differs between PostgreSQL and SQLite, or reaches past the ORM,
+sits behind functions that name what they do, so the services above read the same on
+both databases:
+
+- ``reviews``: ``move_and_log``, a review's state move, log entry and day count;
+- ``bindings``: ``bind_exercises``, new exercise variants bound to today's reviews;
+- ``inserts``: ``raw_insert``, model rows as raw ``INSERT`` text for those statements;
+- ``counts``: the counts tables' triggers (declared once, imported by the migrations),
+  the ``ReviewDay`` SQL and ``net``, the count of a log entry net of undos;
+- ``compiled``: ``CompiledQuery``, querysets compiled once (the one module that uses
+  Django's private API, fenced by ``tests/cards/test_compiled_fence.py``).
 """

@@ -7,11 +7,20 @@ same code that defines it, with stand-in values no row has; each compiled parame
 equal to a stand-in becomes a slot, filled on each call. Rows go through the
 queryset's own converters, so they equal what the queryset returns (the tests of the
 due queue and of authentication compare the two).
+
+The fence: this is the one module of the project that reaches into Django's private
+API (``Query.get_compiler``, ``SQLCompiler.as_sql``/``results_iter``/``select``/
+``klass_info``/``annotation_col_map``, ``Query.selected``, ``get_related_populators``).
+``tests/cards/test_compiled_fence.py`` checks each of them, so a Django upgrade that
+changes one fails there, loudly, rather than in the due queue. And if compiling still
+fails at run time, a query given its ``plain`` queryset logs the failure once and
+serves the plain queryset's rows: slower, the same rows.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +31,8 @@ from django.db import connections
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators  # type: ignore[attr-defined]
 from django.db.models.sql.compiler import SQLCompiler
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,7 +59,9 @@ class CompiledQuery:
     """``build()`` compiled once per thread's connection, run with ``slots`` filled in.
 
     ``slots`` names each stand-in value that ``build`` puts in its queryset. With
-    ``paged``, ``LIMIT %s OFFSET %s`` is appended.
+    ``paged``, ``LIMIT %s OFFSET %s`` is appended. ``plain(**values)``, when given,
+    is the same queryset for the slots' values: what is served, the failure logged
+    once, if compiling fails (a Django that changed the internals used here).
     """
 
     def __init__(
@@ -57,11 +70,39 @@ class CompiledQuery:
         *,
         slots: dict[str, Any],
         paged: bool = False,
+        plain: Callable[..., QuerySet] | None = None,
     ):
         self.build = build
         self.slots = slots
         self.paged = paged
+        self.plain = plain
         self._local = threading.local()
+        self._failed = False  # logged once per query object, then silent
+
+    def _compiled(self) -> _Plan | None:
+        """The plan, or None (logged once) when compiling fails and ``plain`` can serve."""
+        if self._failed:
+            return None
+        try:
+            return self.plan()
+        except ImproperlyConfigured:
+            raise  # a slot the query does not use: a mistake in the caller, not in Django
+        except Exception:
+            if self.plain is None:
+                raise
+            self._failed = True
+            logger.exception(
+                "Compiling a query failed; serving its plain queryset from now on (slower, "
+                "same rows). Check tests/cards/test_compiled_fence.py against this Django."
+            )
+            return None
+
+    def _plain(self, limit: int | None, offset: int, values: dict) -> QuerySet:
+        assert self.plain is not None
+        queryset = self.plain(**values)
+        if self.paged:
+            queryset = queryset[offset : None if limit is None else offset + limit]
+        return queryset
 
     def plan(self) -> _Plan:
         plan = getattr(self._local, "plan", None)
@@ -97,18 +138,27 @@ class CompiledQuery:
 
     def rows(self, *, limit: int | None = None, offset: int = 0, **values) -> list[Any]:
         """The rows as lists, converted as the queryset converts them."""
-        plan = self.plan()
+        plan = self._compiled()
+        if plan is None:
+            # A .values() queryset yields dicts, in its columns' order.
+            return [list(row.values()) for row in self._plain(limit, offset, values)]
         fetched = self._fetch(plan, values, limit, offset)
         return list(plan.compiler.results_iter(results=[fetched]))
 
     def dicts(self, **kwargs) -> list[dict]:
         """The rows of a ``.values()`` queryset, as it returns them."""
-        names = self.plan().names
+        plan = self._compiled()
+        if plan is None:
+            limit, offset = kwargs.pop("limit", None), kwargs.pop("offset", 0)
+            return list(self._plain(limit, offset, kwargs))
+        names = plan.names
         return [dict(zip(names, row, strict=True)) for row in self.rows(**kwargs)]
 
     def instances(self, **values) -> list[Model]:
         """Model instances, ``select_related`` ones attached, as the queryset returns them."""
-        plan = self.plan()
+        plan = self._compiled()
+        if plan is None:
+            return list(self._plain(None, 0, values))
         compiler = plan.compiler
         db = compiler.using
         klass_info = compiler.klass_info

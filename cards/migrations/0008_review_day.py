@@ -2,18 +2,14 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
+from cards.db.counts import REVIEW_DAY_COLUMNS, REVIEW_DAY_TABLE, review_days_from_log
+
 # The log summed per learner and study day, net of undos (as the review and undo
-# services keep it from here on). Written out: a migration does not import the app.
-BACKFILL = """
-    INSERT INTO cards_reviewday (learner_id, study_day, reviews, passes, min_due_before)
-    SELECT l.learner_id, l.study_day,
-        SUM(CASE WHEN l.undo_of_id IS NULL THEN 1 ELSE -1 END),
-        SUM(CASE WHEN l.result = 'pass'
-            THEN (CASE WHEN l.undo_of_id IS NULL THEN 1 ELSE -1 END) ELSE 0 END),
-        MIN(CASE WHEN l.undo_of_id IS NULL AND u.id IS NULL THEN l.due_before END)
-    FROM cards_reviewlog l LEFT JOIN cards_reviewlog u ON u.undo_of_id = l.id
-    GROUP BY l.learner_id, l.study_day
-"""
+# services keep it from here on): the definition in cards/db/counts.py.
+BACKFILL = (
+    f"INSERT INTO {REVIEW_DAY_TABLE} ({REVIEW_DAY_COLUMNS}) {review_days_from_log()} "
+    "GROUP BY l.learner_id, l.study_day"
+)
 
 
 class Migration(migrations.Migration):
@@ -53,5 +49,5 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        migrations.RunSQL(BACKFILL, reverse_sql="DELETE FROM cards_reviewday"),
+        migrations.RunSQL(BACKFILL, reverse_sql=f"DELETE FROM {REVIEW_DAY_TABLE}"),
     ]

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import DatabaseError, connection, transaction
-from django.db.models import Model
+from django.db import DatabaseError, transaction
 
 from exercises.kinds import ParamError, UnknownKindError
 from exercises.models import Exercise
@@ -21,6 +20,7 @@ from exercises.services import SubmitOutcome, attempt_submit, exercise_build
 from studyapp.common.db import retried_on_conflict
 
 from .. import selectors
+from ..db.bindings import bind_exercises
 from ..metrics import EXERCISE_CHECKS
 from ..models import Card, ExerciseBinding, ReviewState
 from .errors import NotDue, NotScheduled
@@ -55,77 +55,14 @@ def _exercise_build(*, owner: Any, kind: str, params: dict[str, Any]) -> Exercis
     return exercise_build(owner=owner, kind=kind, params=params, bound=True)
 
 
-def _insert_values(model: type[Model], objs: Sequence[Model]) -> tuple[str, str, list[Any]]:
-    """``(columns, VALUES rows, params)`` to insert ``objs`` of ``model`` in raw SQL."""
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in objs for f in fields]
-    return columns, ", ".join([row] * len(objs)), params
-
-
-# A binding whose exercise was answered as practice (no review recorded, an attempt
-# used) may be replaced; any other existing binding wins over the new one.
-_BINDING_CONFLICT = """
-    ON CONFLICT (learner_id, card_id, study_day) DO UPDATE SET exercise_id = EXCLUDED.exercise_id
-    WHERE cards_exercisebinding.review_id IS NULL AND EXISTS (
-        SELECT 1 FROM exercises_exercise spent
-        WHERE spent.id = cards_exercisebinding.exercise_id AND spent.attempts_used > 0
-    )
-    RETURNING card_id, exercise_id
-"""
-
-
-def _bind_new(*, learner: Any, built: list[tuple[int, Exercise]], today: dt.date) -> dict[int, int]:
-    """Store the new variants and bind them; returns ``{card_id: exercise_id}`` of those bound.
-
-    On PostgreSQL one statement (the variants' ``INSERT`` in a CTE feeding the bindings'),
-    so it is atomic without a transaction of its own. Variants are matched to their
-    cards by seed, unique within the batch.
-    """
-    exercises = [exercise for _, exercise in built]
-    ex_columns, ex_rows, ex_params = _insert_values(Exercise, exercises)
-    binding = ExerciseBinding(learner=learner, card_id=0, study_day=today)
-    created_at = binding._meta.get_field("created_at").pre_save(binding, True)
-    ops = connection.ops
-    head = [learner.pk, ops.adapt_datefield_value(today), ops.adapt_datetimefield_value(created_at)]
-    if connection.vendor == "postgresql":
-        pairs = ", ".join(["(%s::bigint, %s::bigint)"] * len(built))
-        sql = f"""
-            WITH ex AS (
-                INSERT INTO {Exercise._meta.db_table} ({ex_columns}) VALUES {ex_rows}
-                RETURNING id, seed
-            ), v(card_id, seed) AS (VALUES {pairs})
-            INSERT INTO {ExerciseBinding._meta.db_table}
-                (exercise_id, learner_id, card_id, study_day, review_id, created_at)
-            SELECT ex.id, %s, v.card_id, %s, NULL, %s FROM ex JOIN v ON v.seed = ex.seed
-            {_BINDING_CONFLICT}
-        """
-        params = [*ex_params, *[x for card_id, e in built for x in (card_id, e.seed)], *head]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return dict(cursor.fetchall())
-    with transaction.atomic():
-        Exercise.objects.bulk_create(exercises)
-        rows = ", ".join(["(%s, %s, %s, %s, NULL, %s)"] * len(built))
-        params = [x for card_id, e in built for x in (e.pk, head[0], card_id, head[1], head[2])]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {ExerciseBinding._meta.db_table} "
-                "(exercise_id, learner_id, card_id, study_day, review_id, created_at) "
-                f"VALUES {rows} {_BINDING_CONFLICT}",
-                params,
-            )
-            return dict(cursor.fetchall())
-
-
 def due_exercises_bind(
     *, learner: Any, items: Iterable[DueExercise], today: dt.date
 ) -> dict[int, Exercise]:
     """The exercise bound to each exercise card's review today, created when missing.
 
     Set-based: one query loads the exercises already bound, one inserts the new
-    variants and one their bindings, whatever the number of cards. An exercise
+    variants and one their bindings (``cards.db.bindings.bind_exercises``), whatever
+    the number of cards. An exercise
     answered while its card was out of the queue (the deck left, the card inactive)
     was practice; its first submission is spent, so the card, due again, gets a
     fresh exercise whose first submission can record the review.
@@ -139,7 +76,7 @@ def due_exercises_bind(
     built = _variants_build(learner=learner, items=[i for i in items if i.card_id not in bound])
     if not built:
         return bound
-    won = _bind_new(learner=learner, built=built, today=today)
+    won = bind_exercises(learner=learner, built=built, today=today)
     lost = []
     for card_id, exercise in built:
         if card_id in won:
@@ -195,9 +132,7 @@ def exercises_for_review(
     items = []
     for state in states:
         binding = bindings.get(state.card_id)
-        usable = binding is not None and not (
-            binding.review_id is None and binding.exercise.attempts_used > 0
-        )
+        usable = binding is not None and not binding.is_spent
         items.append(
             DueExercise(
                 card_id=state.card_id,

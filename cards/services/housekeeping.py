@@ -36,7 +36,8 @@ def purge_stale_exercises(
     """
     keep_bound_from = (at - BINDING_GRACE).date()
     stale = (
-        Exercise.objects.filter(attempts_used=0, created_at__lt=older_than)
+        Exercise.objects.unattempted()
+        .filter(created_at__lt=older_than)
         .exclude(binding__study_day__gte=keep_bound_from)
         .order_by("id")
     )
@@ -49,7 +50,7 @@ def purge_stale_exercises(
         after = ids[-1]
         # Re-checked here: an attempt may have arrived since the read. Loading only ids
         # keeps the cascade (attempts, bindings) to one DELETE per table.
-        _, per_model = Exercise.objects.filter(id__in=ids, attempts_used=0).only("id").delete()
+        _, per_model = Exercise.objects.unattempted().filter(id__in=ids).only("id").delete()
         deleted = per_model.get(Exercise._meta.label, 0)
         purged += deleted
 

@@ -1,6 +1,6 @@
 """One lock order for every write to a learner's reviews.
 
-A review moves a state (whose counts the triggers of migrations 0009 and 0010 keep)
+A review moves a state (whose counts the triggers of ``cards.db.counts`` keep)
 and adds to its study day's ``ReviewDay``; an undo does the same in reverse. Left to
 themselves the two paths lock the count rows and the day rows in opposite orders, and
 PostgreSQL ends one of them as a deadlock. Each of them takes the learner's lock first,
@@ -10,7 +10,6 @@ so a learner's review writes run one after the other and wait on nothing in a cy
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db import connection
 
 
 def learner_lock(*, learner_id: int) -> None:
@@ -19,14 +18,9 @@ def learner_lock(*, learner_id: int) -> None:
     ``SELECT ... FOR NO KEY UPDATE`` of the learner's user row: it waits for another
     writer of the same learner and lets every other learner's writes and the foreign
     keys that point at the row (``FOR KEY SHARE``) pass. SQLite, which runs one writer
-    at a time, leaves the clause out.
+    at a time, leaves the clause out. The one-statement review write takes the same lock
+    in SQL (``cards.db.reviews.learner_lock_sql``).
     """
     users = get_user_model().objects.select_for_update(no_key=True).filter(pk=learner_id)
     list(users.values_list("pk", flat=True))
 
-
-def learner_lock_sql() -> str:
-    """PostgreSQL: the same lock as a query (the learner's id its one parameter), for a
-    single statement to take in a CTE before it writes anything."""
-    table = connection.ops.quote_name(get_user_model()._meta.db_table)
-    return f"SELECT FROM {table} WHERE id = %s FOR NO KEY UPDATE"

@@ -1,68 +1,28 @@
 """The review log summed per learner and study day (``ReviewDay``), kept with the log.
 
 Every writer of the log keeps these rows in the same statement or transaction:
-``INSERT ... ON CONFLICT DO UPDATE`` adds a review (race-safe on PostgreSQL and
-SQLite alike), an undo subtracts one under the row's lock, and loaders that write
-the log in bulk rebuild the rows of the learners they touched.
+``INSERT ... ON CONFLICT DO UPDATE`` adds a review (``cards.db.counts.review_day_add``,
+or the review's one statement in ``cards.db.reviews``; race-safe on PostgreSQL and
+SQLite alike), an undo subtracts one under the row's lock, and loaders that write the
+log in bulk rebuild the rows of the learners they touched. The SQL of the counts, net
+of undos, is declared in ``cards.db.counts``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F, QuerySet, Subquery
 
+from ..db.counts import (
+    REVIEW_DAY_COLUMNS,
+    REVIEW_DAY_ON_CONFLICT_ADD,
+    review_days_from_log,
+)
 from ..models import ReviewDay, ReviewLog
 
 TABLE = ReviewDay._meta.db_table
-LOG_TABLE = ReviewLog._meta.db_table
-
-# The earlier of the stored and the incoming ``min_due_before``; NULL means none yet.
-_EARLIER = (
-    f"CASE WHEN {TABLE}.min_due_before IS NULL "
-    f"OR EXCLUDED.min_due_before < {TABLE}.min_due_before "
-    f"THEN EXCLUDED.min_due_before ELSE {TABLE}.min_due_before END"
-)
-
-# Add rows to what is stored for the same (learner, study day).
-ON_CONFLICT_ADD = f"""
-    ON CONFLICT (learner_id, study_day) DO UPDATE SET
-        reviews = {TABLE}.reviews + EXCLUDED.reviews,
-        passes = {TABLE}.passes + EXCLUDED.passes,
-        min_due_before = {_EARLIER}
-"""
-
-COLUMNS = "learner_id, study_day, reviews, passes, min_due_before"
-
-# Per day from the log: each compensating entry cancels the review it undoes, and
-# only reviews not undone say since when their card had waited.
-_FROM_LOG = f"""
-    SELECT l.learner_id, l.study_day,
-        SUM(CASE WHEN l.undo_of_id IS NULL THEN 1 ELSE -1 END),
-        SUM(CASE WHEN l.result = 'pass'
-            THEN (CASE WHEN l.undo_of_id IS NULL THEN 1 ELSE -1 END) ELSE 0 END),
-        MIN(CASE WHEN l.undo_of_id IS NULL AND u.id IS NULL THEN l.due_before END)
-    FROM {LOG_TABLE} l LEFT JOIN {LOG_TABLE} u ON u.undo_of_id = l.id
-"""
-
-
-def review_day_add(
-    *, learner_id: int, study_day: dt.date, passed: bool, due_before: dt.date
-) -> None:
-    """Count one review in its day's row (one statement; the caller's transaction)."""
-    ops = connection.ops
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {TABLE} ({COLUMNS}) VALUES (%s, %s, 1, %s, %s) {ON_CONFLICT_ADD}",
-            [
-                learner_id,
-                ops.adapt_datefield_value(study_day),
-                int(passed),
-                ops.adapt_datefield_value(due_before),
-            ],
-        )
 
 
 def review_day_undone(*, learner: Any, log: ReviewLog) -> None:
@@ -87,9 +47,9 @@ def review_days_merge(*, from_learner_id: int, into_learner_id: int) -> None:
     """Add one learner's rows to another's, day by day (the log moved between them)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {TABLE} ({COLUMNS}) "
+            f"INSERT INTO {TABLE} ({REVIEW_DAY_COLUMNS}) "
             f"SELECT %s, study_day, reviews, passes, min_due_before FROM {TABLE} "
-            f"WHERE learner_id = %s {ON_CONFLICT_ADD}",
+            f"WHERE learner_id = %s {REVIEW_DAY_ON_CONFLICT_ADD}",
             [into_learner_id, from_learner_id],
         )
 
@@ -111,7 +71,7 @@ def review_days_rebuild(*, learners: QuerySet[Any] | None = None) -> int:
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {TABLE} {where}", params)
         cursor.execute(
-            f"INSERT INTO {TABLE} ({COLUMNS}) {_FROM_LOG} {log_where} "
+            f"INSERT INTO {TABLE} ({REVIEW_DAY_COLUMNS}) {review_days_from_log()} {log_where} "
             "GROUP BY l.learner_id, l.study_day",
             params,
         )

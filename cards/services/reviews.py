@@ -11,15 +11,14 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.utils import timezone
 
 from studyapp.common.db import retried_on_conflict
 
 from .. import ladder, selectors
+from ..db.inserts import inserted, raw_insert
+from ..db.reviews import move_and_log
 from ..models import Card, IdempotencyKey, ReviewLog, ReviewState
-from . import review_days
 from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled
-from .locks import learner_lock_sql
 
 
 def _advance(
@@ -45,79 +44,11 @@ def _advance(
         due_after=schedule.due_on,
         idempotency_key=key,
     )
-    if connection.vendor == "postgresql":
-        moved = _move_and_log(state=state, step=schedule.step, due_on=schedule.due_on, log=log)
-    else:
-        with transaction.atomic():
-            moved = bool(
-                ReviewState.objects.filter(
-                    pk=state.pk, step=state.step, due_on=state.due_on
-                ).update(step=schedule.step, due_on=schedule.due_on, last_reviewed_at=at)
-            )
-            if moved:
-                log.save(force_insert=True)
-                review_days.review_day_add(
-                    learner_id=log.learner_id,
-                    study_day=today,
-                    passed=result == ReviewLog.Result.PASS,
-                    due_before=state.due_on,
-                )
+    moved = move_and_log(state=state, step=schedule.step, due_on=schedule.due_on, log=log)
     if not moved:
         current = ReviewState.objects.filter(pk=state.pk).values_list("due_on", flat=True).first()
         raise NotDue(current or schedule.due_on)
     return log
-
-
-def _move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: ReviewLog) -> bool:
-    """Move the state, append ``log`` and count it in its day, in one statement.
-
-    Only the request that still sees the state it read may move it: a concurrent
-    submission for the same card matches zero rows, inserts no log and counts nothing.
-    The learner's lock comes first: the UPDATE's condition on it is a constant, which
-    PostgreSQL checks once before it reads any state (a one-time filter).
-    """
-    ops = connection.ops
-    fields = [f for f in ReviewLog._meta.concrete_fields if not f.primary_key]
-    columns = ", ".join(ops.quote_name(f.column) for f in fields)
-    values = [f.get_db_prep_save(f.pre_save(log, True), connection) for f in fields]
-    sql = f"""
-        WITH locked AS ({learner_lock_sql()}), moved AS (
-            UPDATE {ReviewState._meta.db_table}
-            SET step = %s, due_on = %s, last_reviewed_at = %s, updated_at = %s
-            WHERE id = %s AND step = %s AND due_on = %s AND EXISTS (SELECT FROM locked)
-            RETURNING id
-        ), logged AS (
-            INSERT INTO {ReviewLog._meta.db_table} ({columns})
-            SELECT {", ".join(["%s"] * len(fields))} FROM moved
-            RETURNING id, learner_id, study_day, due_before
-        ), counted AS (
-            INSERT INTO {review_days.TABLE} ({review_days.COLUMNS})
-            SELECT learner_id, study_day, 1, %s, due_before FROM logged
-            {review_days.ON_CONFLICT_ADD}
-        )
-        SELECT id FROM logged
-    """
-    at = ops.adapt_datetimefield_value(log.reviewed_at)
-    params = [
-        log.learner_id,
-        step,
-        ops.adapt_datefield_value(due_on),
-        at,
-        ops.adapt_datetimefield_value(timezone.now()),
-        state.pk,
-        state.step,
-        ops.adapt_datefield_value(state.due_on),
-        *values,
-        int(log.result == ReviewLog.Result.PASS),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
-        return False
-    log.pk = row[0]
-    log._state.adding = False
-    return True
 
 
 @retried_on_conflict
@@ -127,8 +58,8 @@ def review_record(
     """Record a pass or fail for a due recall or interview card and move it on the ladder.
 
     No transaction of its own: the state moves, the log is appended and the review is
-    counted in its ``ReviewDay`` together in one conditional statement (or in one
-    transaction where the database cannot do that). The statement takes the learner's
+    counted in its ``ReviewDay`` together (``cards.db.reviews.move_and_log``: one
+    conditional statement, or one transaction where the database cannot do that). The statement takes the learner's
     lock before anything else, as every write to a learner's reviews does
     (``learner_lock``); one that still loses a deadlock is run again.
     """
@@ -186,8 +117,9 @@ class Replay:
 
 
 @dataclass(frozen=True)
-class Claim:
-    """This request's hold on an Idempotency-Key; ``taken_over`` from a request that died."""
+class IdempotencyHold:
+    """This request's hold on an Idempotency-Key (its in-flight row); ``taken_over`` when
+    it was taken from a request that died."""
 
     record: IdempotencyKey
     taken_over: bool = False
@@ -200,7 +132,7 @@ IDEMPOTENCY_LEASE = dt.timedelta(seconds=60)
 
 def idempotency_begin(
     *, learner: Any, key: str, fingerprint: str, at: dt.datetime | None = None
-) -> Claim | Replay:
+) -> IdempotencyHold | Replay:
     """Claim ``key`` for this request, or return the stored answer of the first one.
 
     The claim commits on its own, so a second request with the same key sees it
@@ -211,10 +143,10 @@ def idempotency_begin(
     """
     record = _idempotency_claim(learner=learner, key=key, fingerprint=fingerprint)
     if record is not None:
-        return Claim(record)
+        return IdempotencyHold(record)
     existing = IdempotencyKey.objects.filter(learner=learner, key=key).first()
     if existing is None:  # purged between the insert and the read: try once more
-        return Claim(
+        return IdempotencyHold(
             IdempotencyKey.objects.create(learner=learner, key=key, request_hash=fingerprint)
         )
     if existing.request_hash != fingerprint:
@@ -232,7 +164,7 @@ def idempotency_begin(
         ).update(created_at=at)
         if taken:
             existing.created_at = at
-            return Claim(existing, taken_over=True)
+            return IdempotencyHold(existing, taken_over=True)
     if in_flight:
         raise IdempotencyConflict(
             "A request with this Idempotency-Key is still being processed; retry shortly.",
@@ -253,21 +185,15 @@ def idempotency_recorded_review(*, learner: Any, key: str) -> ReviewLog | None:
 def _idempotency_claim(*, learner: Any, key: str, fingerprint: str) -> IdempotencyKey | None:
     """Insert the claim unless the key is taken (``ON CONFLICT DO NOTHING``): one statement."""
     record = IdempotencyKey(learner=learner, key=key, request_hash=fingerprint)
-    fields = [f for f in IdempotencyKey._meta.concrete_fields if not f.primary_key]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    insert = raw_insert(IdempotencyKey, [record])
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {IdempotencyKey._meta.db_table} ({columns}) "
-            f"VALUES ({', '.join(['%s'] * len(fields))}) "
+            f"INSERT INTO {insert.table} ({insert.columns}) VALUES {insert.rows} "
             "ON CONFLICT (learner_id, key) DO NOTHING RETURNING id",
-            [f.get_db_prep_save(f.pre_save(record, True), connection) for f in fields],
+            insert.params,
         )
         row = cursor.fetchone()
-    if row is None:
-        return None
-    record.pk = row[0]
-    record._state.adding = False
-    return record
+    return None if row is None else inserted(record, row[0])
 
 
 def _held(record: IdempotencyKey) -> Any:
@@ -293,12 +219,20 @@ def idempotency_abandon(*, record: IdempotencyKey) -> None:
 
 # --- Submitting a review: POST reviews/ -------------------------------------------
 
+# What an Idempotency-Key stores as the status of its answer. The only answer a key
+# ever stores is a recorded review (a refusal lets the claim go), which the API
+# answers 201 (Created); a replay answers what was stored, as the first request did.
+RECORDED_STATUS = 201
+
 
 @dataclass(frozen=True)
-class ReviewAnswer:
-    """What a review submission answers: HTTP status and body (stored, or replayed)."""
+class Recorded:
+    """A review submission's answer: the recorded review presented as the response body.
 
-    status: int
+    ``replayed``: the body is the stored answer of an earlier request with the same
+    Idempotency-Key, and nothing was recorded now.
+    """
+
     body: dict[str, Any]
     replayed: bool = False
 
@@ -312,39 +246,39 @@ def review_submit(
     present: Callable[[ReviewLog], dict[str, Any]],
     idempotency_key: str = "",
     path: str = "",
-) -> ReviewAnswer:
+) -> Recorded:
     """Record a review as ``POST reviews/`` does, at most once per Idempotency-Key.
 
     ``present`` turns the recorded review into the response body, which is stored
     under the key. The same key with the same request (``path``, card and result)
-    answers the stored body again and changes nothing. Raises ``IdempotencyConflict``
-    (``in_flight``: 409, else 422 for a different body) and the ``ReviewError`` of
-    ``review_record``; on any error the claim is let go, so the client may retry
-    with the same key.
+    answers the stored body again (``replayed``) and changes nothing. Raises
+    ``IdempotencyConflict`` (``in_flight`` or a different body) and the
+    ``ReviewError`` of ``review_record``; on any error the claim is let go, so the
+    client may retry with the same key.
     """
 
-    def record() -> ReviewAnswer:
+    def record() -> Recorded:
         log = review_record(
             learner=learner, card=card, result=result, at=at, idempotency_key=idempotency_key
         )
-        return ReviewAnswer(201, present(log))
+        return Recorded(present(log))
 
     if not idempotency_key:
         return record()
     fingerprint = request_fingerprint(
         method="POST", path=path, body={"card": card, "result": result}
     )
-    claim = idempotency_begin(learner=learner, key=idempotency_key, fingerprint=fingerprint, at=at)
-    if isinstance(claim, Replay):
-        return ReviewAnswer(claim.status, claim.body, replayed=True)
+    hold = idempotency_begin(learner=learner, key=idempotency_key, fingerprint=fingerprint, at=at)
+    if isinstance(hold, Replay):
+        return Recorded(hold.body, replayed=True)
     try:
         answer = _record_once(
-            learner=learner, key=idempotency_key, claim=claim, record=record, present=present
+            learner=learner, key=idempotency_key, hold=hold, record=record, present=present
         )
     except BaseException:
-        idempotency_abandon(record=claim.record)
+        idempotency_abandon(record=hold.record)
         raise
-    idempotency_finish(record=claim.record, status=answer.status, body=answer.body)
+    idempotency_finish(record=hold.record, status=RECORDED_STATUS, body=answer.body)
     return answer
 
 
@@ -352,19 +286,19 @@ def _record_once(
     *,
     learner: Any,
     key: str,
-    claim: Claim,
-    record: Callable[[], ReviewAnswer],
+    hold: IdempotencyHold,
+    record: Callable[[], Recorded],
     present: Callable[[ReviewLog], dict[str, Any]],
-) -> ReviewAnswer:
-    """Record the review of a claimed key, or answer the one its first request recorded.
+) -> Recorded:
+    """Record the review of a held key, or answer the one its first request recorded.
 
-    A claim taken over belongs to a request that died or stalled past its lease. One
+    A hold taken over belongs to a request that died or stalled past its lease. One
     that died may have recorded its review; one that stalled in the database may record
     it while this request runs, and this request's own move then finds the card not due.
-    Either way the review under the key is the answer: 201, never a 409 for the client's
+    Either way the review under the key is the answer, never a refusal of the client's
     own review.
     """
-    if not claim.taken_over:
+    if not hold.taken_over:
         return record()
     recorded = idempotency_recorded_review(learner=learner, key=key)
     if recorded is None:
@@ -374,4 +308,4 @@ def _record_once(
             recorded = idempotency_recorded_review(learner=learner, key=key)
             if recorded is None:
                 raise
-    return ReviewAnswer(201, present(recorded))
+    return Recorded(present(recorded))

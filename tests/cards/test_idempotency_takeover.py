@@ -78,11 +78,11 @@ def test_a_retry_that_took_over_answers_the_review_its_stalled_request_recorded(
 
 
 def test_a_stalled_request_coming_back_leaves_the_claim_it_lost_alone(learner, card):
-    stalled = reviews.Claim(_stalled_claim(learner, card))
+    stalled = reviews.IdempotencyHold(_stalled_claim(learner, card))
     retry = reviews.idempotency_begin(
         learner=learner, key="k", fingerprint=_fingerprint(card), at=AT
     )
-    assert isinstance(retry, reviews.Claim) and retry.taken_over
+    assert isinstance(retry, reviews.IdempotencyHold) and retry.taken_over
     # The stalled request fails and lets its claim go: the retry's claim stays.
     reviews.idempotency_abandon(record=stalled.record)
     assert IdempotencyKey.objects.filter(learner=learner, key="k").exists()

@@ -1,0 +1,327 @@
+"""The tables that count the review log and the review states, and what keeps them.
+
+Three tables hold counts a page would otherwise compute from many rows:
+
+- ``ReviewStateCount``: the scheduled review states per (learner, due date, rung,
+  suspended), kept by triggers on ``cards_reviewstate`` (``REVIEW_STATE_COUNTS``);
+- ``LapseCount``: the failed reviews per (learner, card), net of undos, kept by
+  triggers on ``cards_reviewlog`` (``LAPSE_COUNTS``);
+- ``ReviewDay``: the reviews and passes per (learner, study day), net of undos, kept by
+  the writers of the log in the same statement or transaction (``review_day_add``,
+  ``services/review_days.py``).
+
+Each trigger is declared here once, for both databases; the migrations that create
+them (``0009_review_state_counts``, ``0010_lapse_counts`` and the squashed ``0001``)
+import ``CountTriggers.create``/``drop``. A module of our own rather than
+django-pgtrigger: that library declares PostgreSQL triggers only, and the project runs
+on SQLite too.
+
+An undo does not delete the review it cancels: it appends an entry with ``undo_of``
+set, which counts -1 (``net``). Every count net of undos is written with ``net``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+# --- Net of undos ----------------------------------------------------------------------
+
+
+def net(alias: str = "") -> str:
+    """SQL: +1 for a review log entry, -1 for an undo entry (it cancels the review it undoes)."""
+    column = f"{alias}.undo_of_id" if alias else "undo_of_id"
+    return f"CASE WHEN {column} IS NULL THEN 1 ELSE -1 END"
+
+
+def kept(alias: str, *, log_table: str = "cards_reviewlog") -> str:
+    """SQL condition: the entry ``alias`` is a review that no undo cancelled (not an undo
+    entry, not undone). The rows whose ``net`` sums stay after the pairs cancel out."""
+    return (
+        f"{alias}.undo_of_id IS NULL AND {alias}.id NOT IN ("
+        f"SELECT u.undo_of_id FROM {log_table} u WHERE u.undo_of_id IS NOT NULL)"
+    )
+
+
+# --- ReviewDay: kept by the writers of the log -------------------------------------------
+
+REVIEW_DAY_TABLE = "cards_reviewday"
+REVIEW_DAY_COLUMNS = "learner_id, study_day, reviews, passes, min_due_before"
+
+# The earlier of the stored and the incoming ``min_due_before``; NULL means none yet.
+_EARLIER = (
+    f"CASE WHEN {REVIEW_DAY_TABLE}.min_due_before IS NULL "
+    f"OR EXCLUDED.min_due_before < {REVIEW_DAY_TABLE}.min_due_before "
+    f"THEN EXCLUDED.min_due_before ELSE {REVIEW_DAY_TABLE}.min_due_before END"
+)
+
+# Add rows to what is stored for the same (learner, study day).
+REVIEW_DAY_ON_CONFLICT_ADD = f"""
+    ON CONFLICT (learner_id, study_day) DO UPDATE SET
+        reviews = {REVIEW_DAY_TABLE}.reviews + EXCLUDED.reviews,
+        passes = {REVIEW_DAY_TABLE}.passes + EXCLUDED.passes,
+        min_due_before = {_EARLIER}
+"""
+
+
+def review_days_from_log(log_table: str = "cards_reviewlog") -> str:
+    """SQL: ``REVIEW_DAY_COLUMNS`` per learner and day from the log ``l`` (to be filtered and
+    grouped by ``l.learner_id, l.study_day``). Each undo entry cancels the review it undoes,
+    and only reviews not undone say since when their card had waited."""
+    return f"""
+    SELECT l.learner_id, l.study_day,
+        SUM({net("l")}),
+        SUM(CASE WHEN l.result = 'pass'
+            THEN ({net("l")}) ELSE 0 END),
+        MIN(CASE WHEN l.undo_of_id IS NULL AND u.id IS NULL THEN l.due_before END)
+    FROM {log_table} l LEFT JOIN {log_table} u ON u.undo_of_id = l.id
+"""
+
+
+def review_day_add(
+    *, learner_id: int, study_day: dt.date, passed: bool, due_before: dt.date
+) -> None:
+    """Count one review in its day's row (one statement; the caller's transaction)."""
+    ops = connection.ops
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {REVIEW_DAY_TABLE} ({REVIEW_DAY_COLUMNS}) "
+            f"VALUES (%s, %s, 1, %s, %s) {REVIEW_DAY_ON_CONFLICT_ADD}",
+            [
+                learner_id,
+                ops.adapt_datefield_value(study_day),
+                int(passed),
+                ops.adapt_datefield_value(due_before),
+            ],
+        )
+
+
+# --- Counts kept by triggers -------------------------------------------------------------
+
+# PostgreSQL: one statement-level trigger per event, over its transition tables. Each
+# applies the statement's changes as one grouped upsert, the groups in key order so that
+# concurrent statements lock the count rows in one order (no deadlock between them).
+# An UPDATE's old rows are taken off and its new rows added: a row that kept its key nets
+# to 0 and is skipped (a bury, a review of last_reviewed_at only), with no join by id.
+_PG_APPLY = """
+DECLARE
+    emptied bigint[];
+BEGIN
+    WITH applied AS (
+        INSERT INTO {table} AS t ({key}, n)
+        SELECT {key}, SUM(d)::integer FROM ({deltas}) AS deltas
+        GROUP BY {key} HAVING SUM(d) <> 0
+        ORDER BY {key}
+        ON CONFLICT ({key}) DO UPDATE SET n = t.n + EXCLUDED.n
+        RETURNING t.id, t.n
+    )
+    SELECT array_agg(id) INTO emptied FROM applied WHERE n = 0;
+    IF emptied IS NOT NULL THEN
+        -- Rows this statement holds locked since the upsert: nobody changed them since.
+        DELETE FROM {table} WHERE id = ANY(emptied) AND n = 0;
+    END IF;
+    RETURN NULL;
+END
+"""
+_EVENTS = ("insert", "delete", "update")
+
+
+@dataclass(frozen=True)
+class CountTriggers:
+    """The triggers that keep ``table`` equal to a ``GROUP BY key`` of ``source``.
+
+    ``pg_deltas`` gives, per event, the query of ``(key, d)`` rows over the transition
+    tables ``new_rows``/``old_rows``; ``sqlite`` the row-level triggers' statements; the
+    backfill counts the rows already there, after the triggers, in the same transaction
+    (on PostgreSQL, CREATE TRIGGER waits for the writers in flight and holds new ones off
+    until commit, so none is counted twice or missed). A count that reaches zero is
+    deleted by the trigger that brought it there.
+    """
+
+    table: str
+    source: str
+    key: str
+    pg_deltas: dict[str, str]
+    sqlite: list[str]
+    backfill: str
+    transition: str = field(default="rows")  # the transition tables: new_<x>, old_<x>
+
+    def pg_create(self) -> list[str]:
+        referencing = {
+            "insert": f"NEW TABLE AS new_{self.transition}",
+            "delete": f"OLD TABLE AS old_{self.transition}",
+            "update": f"OLD TABLE AS old_{self.transition} NEW TABLE AS new_{self.transition}",
+        }
+        statements = []
+        for event in _EVENTS:
+            name = f"{self.table}_{event}"
+            body = _PG_APPLY.format(table=self.table, key=self.key, deltas=self.pg_deltas[event])
+            statements += [
+                f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $body${body}$body$",
+                f"CREATE TRIGGER {name} AFTER {event.upper()} ON {self.source} "
+                f"REFERENCING {referencing[event]} FOR EACH STATEMENT EXECUTE FUNCTION {name}()",
+            ]
+        # TRUNCATE fires no DELETE trigger: empty the counts with the source.
+        statements += [
+            f"CREATE FUNCTION {self.table}_truncate() RETURNS trigger LANGUAGE plpgsql AS "
+            f"$body$ BEGIN DELETE FROM {self.table}; RETURN NULL; END $body$",
+            f"CREATE TRIGGER {self.table}_truncate AFTER TRUNCATE ON {self.source} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {self.table}_truncate()",
+        ]
+        return statements
+
+    def pg_drop(self) -> list[str]:
+        statements = []
+        for event in (*_EVENTS, "truncate"):
+            name = f"{self.table}_{event}"
+            statements += [
+                f"DROP TRIGGER IF EXISTS {name} ON {self.source}",
+                f"DROP FUNCTION IF EXISTS {name}()",
+            ]
+        return statements
+
+    def sqlite_drop(self) -> list[str]:
+        return [f"DROP TRIGGER IF EXISTS {self.table}_{event}" for event in _EVENTS]
+
+    def statements(self, vendor: str, *, forward: bool) -> list[str]:
+        """The statements that create (and backfill) or drop the triggers on ``vendor``."""
+        if vendor == "postgresql":
+            return [*self.pg_create(), self.backfill] if forward else self.pg_drop()
+        if vendor == "sqlite":
+            return [*self.sqlite, self.backfill] if forward else self.sqlite_drop()
+        raise RuntimeError(f"No triggers for {self.table} on {vendor}: PostgreSQL or SQLite.")
+
+    def create(self, apps, schema_editor) -> None:
+        """A ``RunPython`` forward function: create the triggers and backfill the counts."""
+        self._run(schema_editor, forward=True)
+
+    def drop(self, apps, schema_editor) -> None:
+        """A ``RunPython`` reverse function: drop the triggers (the table goes with its model)."""
+        self._run(schema_editor, forward=False)
+
+    def _run(self, schema_editor, *, forward: bool) -> None:
+        for statement in self.statements(schema_editor.connection.vendor, forward=forward):
+            schema_editor.execute(statement, params=None)
+
+
+# ReviewStateCount: the scheduled review states per (learner, due_on, step, suspended),
+# whoever writes them: the services, the beat jobs' raw INSERT ... SELECT, cascading
+# deletes, bulk loads, the admin, psql.
+_STATE_KEY = "learner_id, due_on, step, suspended"
+_STATES = "cards_reviewstatecount"
+_STATE_OLD_KEY = (
+    "learner_id = OLD.learner_id AND due_on = OLD.due_on AND step = OLD.step "
+    "AND suspended = OLD.suspended"
+)
+
+
+# SQLite: row-level triggers doing the same with OLD and NEW (one writer at a time).
+def _state_add(row: str) -> str:
+    return (
+        f"INSERT INTO {_STATES} ({_STATE_KEY}, n) "
+        f"SELECT {row}.learner_id, {row}.due_on, {row}.step, {row}.suspended, 1 "
+        f"WHERE {row}.scheduled "
+        f"ON CONFLICT ({_STATE_KEY}) DO UPDATE SET n = n + 1;"
+    )
+
+
+# An UPDATE, not an upsert of -1: Django's test flush may empty the counts before the
+# states, and must not leave negative rows behind.
+_STATE_TAKE_OFF_OLD = (
+    f"UPDATE {_STATES} SET n = n - 1 WHERE {_STATE_OLD_KEY} AND OLD.scheduled; "
+    f"DELETE FROM {_STATES} WHERE {_STATE_OLD_KEY} AND n = 0;"
+)
+_STATE_KEY_CHANGED = " OR ".join(
+    f"OLD.{column} IS NOT NEW.{column}" for column in (*_STATE_KEY.split(", "), "scheduled")
+)
+
+REVIEW_STATE_COUNTS = CountTriggers(
+    table=_STATES,
+    source="cards_reviewstate",
+    key=_STATE_KEY,
+    transition="states",
+    pg_deltas={
+        "insert": f"SELECT {_STATE_KEY}, 1 AS d FROM new_states WHERE scheduled",
+        "delete": f"SELECT {_STATE_KEY}, -1 AS d FROM old_states WHERE scheduled",
+        "update": (
+            f"SELECT {_STATE_KEY}, -1 AS d FROM old_states WHERE scheduled "
+            f"UNION ALL SELECT {_STATE_KEY}, 1 AS d FROM new_states WHERE scheduled"
+        ),
+    },
+    sqlite=[
+        f"CREATE TRIGGER {_STATES}_insert AFTER INSERT ON cards_reviewstate "
+        f"BEGIN {_state_add('NEW')} END",
+        f"CREATE TRIGGER {_STATES}_delete AFTER DELETE ON cards_reviewstate "
+        f"BEGIN {_STATE_TAKE_OFF_OLD} END",
+        f"CREATE TRIGGER {_STATES}_update AFTER UPDATE ON cards_reviewstate "
+        f"WHEN {_STATE_KEY_CHANGED} "
+        f"BEGIN {_STATE_TAKE_OFF_OLD} {_state_add('NEW')} END",
+    ],
+    backfill=f"""
+    INSERT INTO {_STATES} ({_STATE_KEY}, n)
+    SELECT {_STATE_KEY}, COUNT(*) FROM cards_reviewstate WHERE scheduled
+    GROUP BY {_STATE_KEY}
+""",
+)
+
+
+# LapseCount: the failed entries of the log per (learner, card), net of undos, whoever
+# writes the log: the review, undo and exercise services, account deletion moving the log
+# to the deleted learners' account, bulk loads, psql. An UPDATE that moves a row to
+# another learner moves its lapse with it.
+_LAPSE_KEY = "learner_id, card_id"
+_LAPSES = "cards_lapsecount"
+_FAIL = "result = 'fail'"
+_LAPSE = net()
+
+
+# SQLite: row-level triggers that recount the one (learner, card) a row touched, from
+# the log's fails index (a handful of rows). Not +1/-1 as for the state counts: deleting
+# an undo entry adds a lapse back, so a decrement-only delete (what survives Django's
+# test flush emptying the counts before the log) could not be exact, and an upsert of
+# the delta would leave rows behind that flush. A recount is exact in any order.
+def _lapse_recount(row: str) -> str:
+    where = f"learner_id = {row}.learner_id AND card_id = {row}.card_id"
+    return (
+        f"DELETE FROM {_LAPSES} WHERE {where}; "
+        f"INSERT INTO {_LAPSES} ({_LAPSE_KEY}, n) SELECT {row}.learner_id, {row}.card_id, lapses "
+        f"FROM (SELECT SUM({_LAPSE}) AS lapses FROM cards_reviewlog WHERE {where} AND {_FAIL}) "
+        f"WHERE lapses <> 0;"
+    )
+
+
+_LAPSE_CHANGED = " OR ".join(
+    f"OLD.{column} IS NOT NEW.{column}"
+    for column in ("learner_id", "card_id", "result", "undo_of_id")
+)
+
+LAPSE_COUNTS = CountTriggers(
+    table=_LAPSES,
+    source="cards_reviewlog",
+    key=_LAPSE_KEY,
+    transition="logs",
+    pg_deltas={
+        "insert": f"SELECT {_LAPSE_KEY}, {_LAPSE} AS d FROM new_logs WHERE {_FAIL}",
+        "delete": f"SELECT {_LAPSE_KEY}, -{_LAPSE} AS d FROM old_logs WHERE {_FAIL}",
+        "update": (
+            f"SELECT {_LAPSE_KEY}, -{_LAPSE} AS d FROM old_logs WHERE {_FAIL} "
+            f"UNION ALL SELECT {_LAPSE_KEY}, {_LAPSE} AS d FROM new_logs WHERE {_FAIL}"
+        ),
+    },
+    sqlite=[
+        f"CREATE TRIGGER {_LAPSES}_insert AFTER INSERT ON cards_reviewlog "
+        f"WHEN NEW.{_FAIL} BEGIN {_lapse_recount('NEW')} END",
+        f"CREATE TRIGGER {_LAPSES}_delete AFTER DELETE ON cards_reviewlog "
+        f"WHEN OLD.{_FAIL} BEGIN {_lapse_recount('OLD')} END",
+        f"CREATE TRIGGER {_LAPSES}_update AFTER UPDATE ON cards_reviewlog "
+        f"WHEN (OLD.{_FAIL} OR NEW.{_FAIL}) AND ({_LAPSE_CHANGED}) "
+        f"BEGIN {_lapse_recount('OLD')} {_lapse_recount('NEW')} END",
+    ],
+    backfill=f"""
+    INSERT INTO {_LAPSES} ({_LAPSE_KEY}, n)
+    SELECT {_LAPSE_KEY}, SUM({_LAPSE}) FROM cards_reviewlog WHERE {_FAIL}
+    GROUP BY {_LAPSE_KEY} HAVING SUM({_LAPSE}) <> 0
+""",
+)
