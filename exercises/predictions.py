@@ -86,8 +86,9 @@ def top_key(weights_row: Sequence[float], labels: Sequence[str]) -> str:
     return labels[int(top[0])] if top.size == 1 else TIE
 
 
-def is_uniform(weights_row: Sequence[float], open_keys: Sequence[bool]) -> str:
-    """``UNIFORM`` when the row spreads its weight evenly over the keys it may read."""
+def uniform_or_not(weights_row: Sequence[float], open_keys: Sequence[bool]) -> str:
+    """The choice the row's weights support: ``UNIFORM`` when the row spreads its weight
+    evenly over the keys it may read, else ``NOT_UNIFORM``."""
     row = np.asarray(weights_row, dtype=float)[np.asarray(open_keys, dtype=bool)]
     return UNIFORM if np.ptp(row) <= TIE_TOL else NOT_UNIFORM
 
@@ -198,7 +199,7 @@ def uniform_question(weights, mask, row: int) -> Question:
             "evenly over the keys that query may read?"
         ),
         choices=(UNIFORM, NOT_UNIFORM),
-        answer=is_uniform(w[row], open_keys),
+        answer=uniform_or_not(w[row], open_keys),
     )
 
 

@@ -27,7 +27,7 @@ from django.db.models import F
 
 from exercises import predictions, presets
 from exercises.checking import AnswerError, CheckResult, check_answers, choice_index
-from exercises.kinds import SEED_MAX, ParamError, get_kind
+from exercises.kinds import VARIANT_SEED_MAX, ParamError, get_kind
 from exercises.models import Attempt, Exercise, Prediction
 from exercises.playground import PlaygroundError, preset_playground
 from exercises.selectors import exercise_for_owner
@@ -145,14 +145,16 @@ def exercise_build(
     normalized = exercise_kind.normalize_params(params)
     if bound:
         normalized.pop("seed", None)
-        chosen = secrets.randbelow(SEED_MAX + 1)
+        chosen = secrets.randbelow(VARIANT_SEED_MAX + 1)
     else:
         if seed is not None:
-            if type(seed) is not int or not 0 <= seed <= SEED_MAX:
-                raise ParamError("seed", f"Expected an integer from 0 to {SEED_MAX}, got {seed!r}.")
+            if type(seed) is not int or not 0 <= seed <= VARIANT_SEED_MAX:
+                raise ParamError(
+                    "seed", f"Expected an integer from 0 to {VARIANT_SEED_MAX}, got {seed!r}."
+                )
             normalized["seed"] = seed
         elif normalized.get("seed") is None:
-            normalized["seed"] = secrets.randbelow(SEED_MAX + 1)
+            normalized["seed"] = secrets.randbelow(VARIANT_SEED_MAX + 1)
         chosen = normalized["seed"]
     generated = draw_variant(exercise_kind, normalized, chosen, bound=bound)
     return Exercise(

@@ -46,8 +46,10 @@ def test_top_key_names_the_largest_weight_or_a_tie():
 
 
 def test_uniform_counts_only_the_keys_a_query_may_read():
-    assert predictions.is_uniform([0.5, 0.5, 0.0], [True, True, False]) == predictions.UNIFORM
-    assert predictions.is_uniform([0.5, 0.3, 0.2], [True, True, True]) == predictions.NOT_UNIFORM
+    assert predictions.uniform_or_not([0.5, 0.5, 0.0], [True, True, False]) == predictions.UNIFORM
+    assert (
+        predictions.uniform_or_not([0.5, 0.3, 0.2], [True, True, True]) == predictions.NOT_UNIFORM
+    )
 
 
 def test_token_zero_under_the_causal_mask_reads_only_itself():
