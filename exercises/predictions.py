@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from exercises.engine import softmax
+
 if TYPE_CHECKING:  # the kinds import this module
     from exercises.kinds.base import Generated
 
@@ -113,18 +115,13 @@ def scale_effect(scores: Sequence[float], d_k: int) -> str:
     s = np.asarray(scores, dtype=float)
     if d_k == 1 or np.ptp(s) == 0:
         return UNCHANGED
-    scaled = _softmax(s / np.sqrt(d_k))
-    unscaled = _softmax(s)
+    scaled = softmax(s / np.sqrt(d_k))
+    unscaled = softmax(s)
     if unscaled.max() > scaled.max() + TIE_TOL:
         return SHARPER
     if unscaled.max() < scaled.max() - TIE_TOL:
         return FLATTER
     return UNCHANGED
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max())
-    return e / e.sum()
 
 
 # --- Adding a prediction to a generated variant ------------------------------------------
