@@ -5,7 +5,8 @@ Pure: no Django. A prediction is an ask with ``choices`` (a list of strings) and
 choices, that answer is taken first, in a submission of its own that uses no attempt,
 and the numeric parts open after it. The expected choice is read off the exercise's
 own numbers (``what_the_numbers_say``), so a prediction is marked by the same engine
-that marks the numbers.
+that marks the numbers. ``prediction_check`` is where a prediction is checked, for an
+exercise and for a playground preset alike (``exercises.services`` calls it for both).
 
 Each question is fair in one of two ways: every choice is the right one in a fair
 share of the variants offered (which key gets the most weight, is a row uniform), or it
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from exercises.checking import choice_index
 from exercises.engine import softmax
 
 if TYPE_CHECKING:  # the kinds import this module
@@ -234,6 +236,26 @@ def question_problem(generated: Generated) -> str | None:
     if len(ask["choices"]) < 2:
         return "the prediction has a single choice"
     return None
+
+
+# --- Checking a prediction ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PredictionCheck:
+    answer: str
+    expected: str
+    correct: bool
+
+
+def prediction_check(choices: Sequence[str], answer: Any, expected: str) -> PredictionCheck:
+    """``answer`` checked against ``expected``, the choice the numbers support.
+
+    Right exactly when it is that choice. Raises ``ValueError`` naming the choices and what
+    came when ``answer`` is not one of ``choices`` (a value of another type included).
+    """
+    choice_index(choices, answer)
+    return PredictionCheck(answer=answer, expected=expected, correct=answer == expected)
 
 
 def prediction_summary(
