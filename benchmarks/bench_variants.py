@@ -27,10 +27,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from exercises.checking import MISTAKES, accepted, variant_problems
+from exercises.checking import MISTAKES
 from exercises.kinds import KINDS, get_kind
 from exercises.kinds.base import STEP_DECIMALS
-from exercises.variants import draw_rng, draw_variant
+from exercises.variants import accepted, draw_rng, draw_variant, variant_problems
 from tests.exercises.hand_solver import SOLVERS, hand_answers
 from tests.exercises.sweep import PARAMETER_SETS
 

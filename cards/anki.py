@@ -36,7 +36,8 @@ from .models import Card, Deck, ReviewLog
 
 logger = logging.getLogger(__name__)
 
-SEED_MAX = 2**31 - 1
+# Worked examples draw from seeds below this bound (31 bits), stable for a card.
+ANKI_SEED_LIMIT = 2**31 - 1
 # Part of every cached package's key: bump it when the export itself changes, so
 # packages built by the previous code are not served after a deploy.
 APKG_LAYOUT = 1
@@ -98,7 +99,7 @@ def worked_example(card: Card, deck_slug: str) -> tuple[str, str]:
     kind = get_kind(spec.get("kind", ""))
     params = kind.normalize_params(spec.get("params") or {})
     if params.get("seed") is None:
-        params["seed"] = _stable_id(f"{deck_slug}/{card_key(card)}") % SEED_MAX
+        params["seed"] = _stable_id(f"{deck_slug}/{card_key(card)}") % ANKI_SEED_LIMIT
     generated = kind.generate(params, np.random.default_rng(params["seed"]))
     front = f"{card.prompt}\n\n**Worked example** ({kind.title}):\n\n{generated.prompt}"
     lines = ["**Solution**", ""]

@@ -43,6 +43,7 @@ __all__ = [
     "padding_mask",
     "project",
     "scaled_dot_product_attention",
+    "shifted_exp",
     "sinusoidal_positions",
     "softmax",
     "split_heads",
@@ -210,9 +211,17 @@ def softmax(z: ArrayLike, axis: int = -1) -> np.ndarray:
         raise ValueError(
             "softmax needs finite entries and at least one entry above minus infinity per row"
         )
-    # Subtracting the row maximum keeps exp() from overflowing; the result is unchanged.
-    e: np.ndarray = np.exp(z - top)
+    e = shifted_exp(z, top)
     e /= e.sum(axis=axis, keepdims=True)
+    return e
+
+
+def shifted_exp(z: np.ndarray, top: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    # (..., n), (..., 1) -> (..., n): exp(z - top), the softmax before its normalisation.
+    # Subtracting the row maximum keeps exp() from overflowing; the softmax is unchanged.
+    # out=z works in place: attention's fast path reuses its score buffer.
+    e: np.ndarray = np.subtract(z, top, out=out)
+    np.exp(e, out=e)
     return e
 
 
@@ -284,10 +293,7 @@ def scaled_dot_product_attention(
     scale: bool | float = ...,
     return_intermediates: bool = ...,
 ) -> np.ndarray | AttentionTrace: ...
-# Over 60 lines on purpose: the benchmarked fast path (benchmarks/bench_engine.py), over
-# McCabe 10 too, whose checks are inline because at hand-sized n a call costs as much as
-# the arithmetic.
-def scaled_dot_product_attention(  # noqa: C901
+def scaled_dot_product_attention(
     Q: ArrayLike,
     K: ArrayLike,
     V: ArrayLike,
@@ -298,15 +304,34 @@ def scaled_dot_product_attention(  # noqa: C901
     # (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v) -> (..., n_q, d_v)
     # mask: bool broadcastable to (..., n_q, n_k), True = blocked.
     # scale: True divides the scores by sqrt(d_k), False leaves them, a number multiplies them.
-    # The checks are written inline: at hand-sized n they cost as much as the arithmetic.
+    # softmax(scores) V in the benchmarked fast path (benchmarks/bench_engine.py): one
+    # (n_q, n_k) buffer holds the scores, then the exponentials, and the softmax's row
+    # normalisation is applied to the (n_q, d_v) output instead of the (n_q, n_k) weights.
+    Q, K, V, batch = _attention_operands(Q, K, V)
+    d_k, n_k = Q.shape[-1], K.shape[-2]
+    factor = 1.0 / math.sqrt(d_k) if scale is True else _scale_factor(scale, d_k)
+    if mask is not None:
+        mask = _blocking_mask(mask, (*batch, Q.shape[-2], n_k))
+    if return_intermediates:
+        return _attention_trace(Q, K, V, mask, scale, factor)
+    s = _scores(Q, K, factor)
+    e = _open_exp(s, mask, n_k)
+    return _mix(e, V)
+
+
+def _attention_operands(
+    Q: ArrayLike, K: ArrayLike, V: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
+    # Q, K, V as float64 ndarrays whose shapes fit, and their broadcast batch shape.
+    # The common case (float64 matrices) costs a few attribute reads: at hand-sized n a
+    # call costs as much as the arithmetic.
     if type(Q) is not np.ndarray or Q.dtype != np.float64 or Q.ndim < 2 or not Q.size:
         Q = _operand("Q", Q)
     if type(K) is not np.ndarray or K.dtype != np.float64 or K.ndim < 2 or not K.size:
         K = _operand("K", K)
     if type(V) is not np.ndarray or V.dtype != np.float64 or V.ndim < 2 or not V.size:
         V = _operand("V", V)
-    d_k = Q.shape[-1]
-    n_k = K.shape[-2]
+    d_k, n_k = Q.shape[-1], K.shape[-2]
     if K.shape[-1] != d_k:
         raise ValueError(f"K has {K.shape[-1]} columns but Q has {d_k}; Q and K need the same d_k")
     if V.shape[-2] != n_k:
@@ -314,46 +339,50 @@ def scaled_dot_product_attention(  # noqa: C901
             f"V has {V.shape[-2]} rows but K has {n_k}; each key needs exactly one value row"
         )
     if Q.ndim > 2 or K.ndim > 2 or V.ndim > 2:
-        batch = _batch_shape("Q, K and V", Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    else:
-        batch = ()
-    factor = 1.0 / math.sqrt(d_k) if scale is True else _scale_factor(scale, d_k)
-    if mask is not None:
-        mask = _blocking_mask(mask, (*batch, Q.shape[-2], n_k))
-    if return_intermediates:
-        return _attention_trace(Q, K, V, mask, scale, factor)
+        return Q, K, V, _batch_shape("Q, K and V", Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    return Q, K, V, ()
 
-    # Fast path: one (n_q, n_k) buffer holds the scores, then the exponentials; the row
-    # normalisation is applied to the (n_q, d_v) output instead of the (n_q, n_k) weights.
+
+def _scores(Q: np.ndarray, K: np.ndarray, factor: float | None) -> np.ndarray:
+    # (..., n_q, d_k), (..., n_k, d_k) -> (..., n_q, n_k), a new buffer: factor Q K^T.
     if factor is not None:
         # Scaling the (n_q, d_k) queries is cheaper than scaling the (n_q, n_k) scores; the
         # two agree to rounding (exactly when sqrt(d_k) is a power of two).
         Q = Q * factor
-    s = np.matmul(Q, K.mT)
+    s: np.ndarray = np.matmul(Q, K.mT)
+    return s
+
+
+def _open_exp(s: np.ndarray, mask: np.ndarray | None, n_k: int) -> np.ndarray:
+    # (..., n_q, n_k) scores, overwritten -> the softmax's shifted exponentials (unnormalised
+    # weights): exp(score - row maximum over the open keys), exactly 0 where blocked.
     if mask is None:
         row_max = s.max(axis=-1, keepdims=True)
         if not _all_finite(row_max):
             _check_rows(row_max, None, n_k)
-        s -= row_max
-        np.exp(s, out=s)
-    else:
-        np.copyto(s, -np.inf, where=mask)
-        row_max = s.max(axis=-1, keepdims=True)  # over the open keys only
-        if not _all_finite(row_max):
-            _check_rows(row_max, mask, n_k)
-        s -= row_max
-        # exp() takes a slow path on -inf (about 3x at n = 2048): feed it zeros instead,
-        # then set the blocked weights to exactly 0.
-        np.copyto(s, 0.0, where=mask)
-        np.exp(s, out=s)
-        np.copyto(s, 0.0, where=mask)
-    out: np.ndarray = np.matmul(s, V)
-    out /= s.sum(axis=-1, keepdims=True)
+        return shifted_exp(s, row_max, out=s)
+    np.copyto(s, -np.inf, where=mask)
+    row_max = s.max(axis=-1, keepdims=True)  # over the open keys only
+    if not _all_finite(row_max):
+        _check_rows(row_max, mask, n_k)
+    # exp() takes a slow path on -inf (about 3x at n = 2048): feed it zeros instead (the
+    # row maximum less itself), then set the blocked weights to exactly 0.
+    np.copyto(s, row_max, where=mask)
+    shifted_exp(s, row_max, out=s)
+    np.copyto(s, 0.0, where=mask)
+    return s
+
+
+def _mix(e: np.ndarray, V: np.ndarray) -> np.ndarray:
+    # (..., n_q, n_k) unnormalised weights, (..., n_k, d_v) -> (..., n_q, d_v): the weights'
+    # rows normalised to sum to 1, times V, normalising the smaller (n_q, d_v) product.
+    out: np.ndarray = np.matmul(e, V)
+    out /= e.sum(axis=-1, keepdims=True)
     if not _all_finite(out):
         # Unnormalised weights sum to as much as n_k, so values near the float limit can
         # overflow before the division: normalise the weights first and look again.
-        s /= s.sum(axis=-1, keepdims=True)
-        out = np.matmul(s, V)
+        e /= e.sum(axis=-1, keepdims=True)
+        out = np.matmul(e, V)
         _check_output(out)
     return out
 
@@ -384,8 +413,7 @@ def _attention_trace(
     row_max = masked.max(axis=-1, keepdims=True)
     if not _all_finite(row_max):
         _check_rows(row_max, mask, K.shape[-2])
-    weights = np.exp(masked - row_max)
-    weights /= weights.sum(axis=-1, keepdims=True)
+    weights = softmax(masked)
     output = np.matmul(weights, V)
     if not _all_finite(output):
         _check_output(output)

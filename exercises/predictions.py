@@ -5,7 +5,8 @@ Pure: no Django. A prediction is an ask with ``choices`` (a list of strings) and
 choices, that answer is taken first, in a submission of its own that uses no attempt,
 and the numeric parts open after it. The expected choice is read off the exercise's
 own numbers (``what_the_numbers_say``), so a prediction is marked by the same engine
-that marks the numbers.
+that marks the numbers. ``prediction_check`` is where a prediction is checked, for an
+exercise and for a playground preset alike (``exercises.services`` calls it for both).
 
 Each question is fair in one of two ways: every choice is the right one in a fair
 share of the variants offered (which key gets the most weight, is a row uniform), or it
@@ -25,6 +26,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from exercises.checking import choice_index
+from exercises.engine import softmax
 
 if TYPE_CHECKING:  # the kinds import this module
     from exercises.kinds.base import Generated
@@ -86,8 +90,9 @@ def top_key(weights_row: Sequence[float], labels: Sequence[str]) -> str:
     return labels[int(top[0])] if top.size == 1 else TIE
 
 
-def is_uniform(weights_row: Sequence[float], open_keys: Sequence[bool]) -> str:
-    """``UNIFORM`` when the row spreads its weight evenly over the keys it may read."""
+def uniform_or_not(weights_row: Sequence[float], open_keys: Sequence[bool]) -> str:
+    """The choice the row's weights support: ``UNIFORM`` when the row spreads its weight
+    evenly over the keys it may read, else ``NOT_UNIFORM``."""
     row = np.asarray(weights_row, dtype=float)[np.asarray(open_keys, dtype=bool)]
     return UNIFORM if np.ptp(row) <= TIE_TOL else NOT_UNIFORM
 
@@ -112,18 +117,13 @@ def scale_effect(scores: Sequence[float], d_k: int) -> str:
     s = np.asarray(scores, dtype=float)
     if d_k == 1 or np.ptp(s) == 0:
         return UNCHANGED
-    scaled = _softmax(s / np.sqrt(d_k))
-    unscaled = _softmax(s)
+    scaled = softmax(s / np.sqrt(d_k))
+    unscaled = softmax(s)
     if unscaled.max() > scaled.max() + TIE_TOL:
         return SHARPER
     if unscaled.max() < scaled.max() - TIE_TOL:
         return FLATTER
     return UNCHANGED
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max())
-    return e / e.sum()
 
 
 # --- Adding a prediction to a generated variant ------------------------------------------
@@ -198,7 +198,7 @@ def uniform_question(weights, mask, row: int) -> Question:
             "evenly over the keys that query may read?"
         ),
         choices=(UNIFORM, NOT_UNIFORM),
-        answer=is_uniform(w[row], open_keys),
+        answer=uniform_or_not(w[row], open_keys),
     )
 
 
@@ -236,6 +236,26 @@ def question_problem(generated: Generated) -> str | None:
     if len(ask["choices"]) < 2:
         return "the prediction has a single choice"
     return None
+
+
+# --- Checking a prediction ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PredictionCheck:
+    answer: str
+    expected: str
+    correct: bool
+
+
+def prediction_check(choices: Sequence[str], answer: Any, expected: str) -> PredictionCheck:
+    """``answer`` checked against ``expected``, the choice the numbers support.
+
+    Right exactly when it is that choice. Raises ``ValueError`` naming the choices and what
+    came when ``answer`` is not one of ``choices`` (a value of another type included).
+    """
+    choice_index(choices, answer)
+    return PredictionCheck(answer=answer, expected=expected, correct=answer == expected)
 
 
 def prediction_summary(

@@ -137,7 +137,7 @@ def prediction_expected(name: str, weights: np.ndarray, mask: np.ndarray) -> str
     if spec["rule"] == "top_key":
         return predictions.top_key(weights[row], preset["tokens"])
     if spec["rule"] == "uniform":
-        return predictions.is_uniform(weights[row], ~np.asarray(mask, dtype=bool)[row])
+        return predictions.uniform_or_not(weights[row], ~np.asarray(mask, dtype=bool)[row])
     if spec["rule"] == "first_token":
         return predictions.first_token_reads(weights)
     return share_bucket(float(weights[row][spec["key"]]))

@@ -26,8 +26,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from exercises import predictions, presets
-from exercises.checking import AnswerError, CheckResult, check_answers, choice_index
-from exercises.kinds import SEED_MAX, ParamError, get_kind
+from exercises.checking import AnswerError, CheckResult, check_answers
+from exercises.kinds import VARIANT_SEED_MAX, ParamError, get_kind
 from exercises.models import Attempt, Exercise, Prediction
 from exercises.playground import PlaygroundError, preset_playground
 from exercises.selectors import exercise_for_owner
@@ -145,14 +145,16 @@ def exercise_build(
     normalized = exercise_kind.normalize_params(params)
     if bound:
         normalized.pop("seed", None)
-        chosen = secrets.randbelow(SEED_MAX + 1)
+        chosen = secrets.randbelow(VARIANT_SEED_MAX + 1)
     else:
         if seed is not None:
-            if type(seed) is not int or not 0 <= seed <= SEED_MAX:
-                raise ParamError("seed", f"Expected an integer from 0 to {SEED_MAX}, got {seed!r}.")
+            if type(seed) is not int or not 0 <= seed <= VARIANT_SEED_MAX:
+                raise ParamError(
+                    "seed", f"Expected an integer from 0 to {VARIANT_SEED_MAX}, got {seed!r}."
+                )
             normalized["seed"] = seed
         elif normalized.get("seed") is None:
-            normalized["seed"] = secrets.randbelow(SEED_MAX + 1)
+            normalized["seed"] = secrets.randbelow(VARIANT_SEED_MAX + 1)
         chosen = normalized["seed"]
     generated = draw_variant(exercise_kind, normalized, chosen, bound=bound)
     return Exercise(
@@ -278,19 +280,18 @@ def _prediction_submit(
             }
         )
     try:
-        choice_index(ask["choices"], answers[name])
+        check = predictions.prediction_check(ask["choices"], answers[name], exercise.solution[name])
     except ValueError as exc:
         raise AnswerError({name: str(exc)}) from None
-    answer, expected = answers[name], exercise.solution[name]
     try:
         with transaction.atomic():
             made = Prediction.objects.create(
                 owner=owner,
                 exercise=exercise,
                 ask=name,
-                answer=answer,
-                expected=expected,
-                correct=answer == expected,
+                answer=check.answer,
+                expected=check.expected,
+                correct=check.correct,
                 created_at=at,
             )
     except IntegrityError:
@@ -327,22 +328,21 @@ def playground_prediction_record(
         raise PlaygroundError(
             {"preset": [f"Expected one of {', '.join(presets.PRESETS)}; got {preset!r}."]}
         )
-    choices = presets.prediction_choices(preset)
-    if answer not in choices:
-        raise PlaygroundError(
-            {"answer": [f"Expected one of {', '.join(repr(c) for c in choices)}; got {answer!r}."]}
-        )
     result = preset_playground(preset)
     expected = presets.prediction_expected(
         preset, np.asarray(result["weights"]), np.asarray(result["mask"])
     )
+    try:
+        check = predictions.prediction_check(presets.prediction_choices(preset), answer, expected)
+    except ValueError as exc:
+        raise PlaygroundError({"answer": [str(exc)]}) from None
     made = Prediction.objects.create(
         owner=owner,
         exercise=None,
         ask=f"playground:{preset}",
-        answer=answer,
-        expected=expected,
-        correct=answer == expected,
+        answer=check.answer,
+        expected=check.expected,
+        correct=check.correct,
         created_at=at,
     )
     return made, result

@@ -7,7 +7,7 @@
 from exercises.kinds import attention, theory  # noqa: F401  (registers the kinds)
 from exercises.kinds.base import (
     KINDS,
-    SEED_MAX,
+    VARIANT_SEED_MAX,
     ExerciseKind,
     Generated,
     ParamError,
@@ -19,7 +19,7 @@ from exercises.kinds.theory import quadratic_share
 
 __all__ = [
     "KINDS",
-    "SEED_MAX",
+    "VARIANT_SEED_MAX",
     "ExerciseKind",
     "Generated",
     "ParamError",

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-SEED_MAX = 2**63 - 1
+VARIANT_SEED_MAX = 2**63 - 1  # the largest seed a variant takes: a signed 64-bit integer
 DEFAULT_RTOL = 0.01
 DEFAULT_ATOL = 0.005
 DEFAULT_MAX_ATTEMPTS = 3
@@ -135,7 +135,7 @@ SEED_SPEC = ParamSpec(
     None,
     "Random seed; the same kind, parameters and seed give the same inputs.",
     0,
-    SEED_MAX,
+    VARIANT_SEED_MAX,
 )
 
 
@@ -291,7 +291,7 @@ class ExerciseKind:
             "type": "integer",
             "nullable": True,
             "minimum": 0,
-            "maximum": SEED_MAX,
+            "maximum": VARIANT_SEED_MAX,
             "description": SEED_SPEC.help + " Omit it (or send null) and the server picks one.",
         }
         schema = {"type": "object", "properties": props, "additionalProperties": False}

@@ -22,8 +22,9 @@ def _rows_open(z: np.ndarray, mask: Any) -> np.ndarray:
 def softmax_by_hand(z: Any, decimals: int = STEP_DECIMALS) -> np.ndarray:
     """# (n_q, n_k) scores, minus infinity where blocked -> (n_q, n_k) weights, unrounded.
 
-    The lesson's worked example: each e^s written to ``decimals`` decimals, no max shift,
-    then each divided by the row's sum. A row whose exponentials all round to 0 (or
+    The hand-rounding model, not a second softmax: the numbers a learner writes down
+    (``engine.softmax`` is the softmax). The lesson's worked example: each e^s written to
+    ``decimals`` decimals, no max shift, then each divided by the row's sum. A row whose exponentials all round to 0 (or
     overflow) has nothing to divide by that way; there hand work subtracts the row's
     largest score first. ValueError for a row with every key blocked, as ``engine.softmax``.
     """

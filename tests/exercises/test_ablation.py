@@ -9,10 +9,10 @@ import yaml
 from django.test import Client
 
 from exercises.cells import cell_name
-from exercises.checking import MISTAKES, accepted, check_answers, variant_problems
+from exercises.checking import MISTAKES, check_answers
 from exercises.kinds import ablation, get_kind
 from exercises.kinds.base import HALF_UNIT
-from exercises.variants import draw_variant
+from exercises.variants import accepted, draw_variant, variant_problems
 from tests.exercises.hand_solver import hand_answers
 
 EXERCISES = "/api/v1/exercises/"

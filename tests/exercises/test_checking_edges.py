@@ -8,18 +8,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from exercises.checking import (
-    MISTAKES,
-    _answers_under,
-    _cells_ok,
-    _follow_on,
-    accepted,
-    check_given,
-    variant_problems,
-)
+from exercises.checking import MISTAKES, cells_ok, check_given, follow_on
+from exercises.checking.diagnosis import _answers_under
 from exercises.kinds import get_kind
 from exercises.kinds.base import STEP_DECIMALS
-from exercises.variants import draw_variant
+from exercises.variants import accepted, draw_variant, variant_problems
 
 
 @pytest.fixture(scope="module")
@@ -29,13 +22,13 @@ def attention():
 
 
 def test_a_boolean_is_not_a_count():
-    ok = _cells_ok([True, 2], [1, 2], exact=True, rtol=0, atol=0)
+    ok = cells_ok([True, 2], [1, 2], exact=True, rtol=0, atol=0)
     assert ok.tolist() == [False, True]
 
 
 @pytest.mark.parametrize("exact", [True, False])
 def test_an_answer_of_another_shape_has_no_right_cell(exact):
-    ok = _cells_ok([1, 2, 3], [[1, 2], [3, 4]], exact=exact, rtol=0.01, atol=0.01)
+    ok = cells_ok([1, 2, 3], [[1, 2], [3, 4]], exact=exact, rtol=0.01, atol=0.01)
     assert ok.shape == (2, 2)
     assert not ok.any()
 
@@ -51,7 +44,7 @@ class Failing:
 
 
 def test_a_recomputation_that_fails_means_nothing_follows():
-    assert _follow_on(Failing(), {"Q": [[1.0]]}, {"output": np.zeros((1, 1))}) == {}
+    assert follow_on(Failing(), {"Q": [[1.0]]}, {"output": np.zeros((1, 1))}) == {}
     assert _answers_under(Failing(), {"Q": [[1.0]]}, {}) is None
 
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exercises.checking import MISTAKES, accepted
+from exercises.checking import MISTAKES
 from exercises.kinds import get_kind
 from exercises.kinds.base import HALF_UNIT
 from exercises.kinds.hand import (
@@ -27,7 +27,7 @@ from exercises.kinds.hand import (
 )
 from exercises.kinds.theory import pe_figures
 from exercises.models import Exercise
-from exercises.variants import draw_variant
+from exercises.variants import accepted, draw_variant
 from tests.exercises.hand_solver import hand_answers
 from tests.exercises.sweep import PARAMETER_SETS
 

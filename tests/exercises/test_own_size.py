@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from exercises.checking import MISTAKES, check_answers, close_input_problems, variant_problems
+from exercises.checking import MISTAKES, check_answers
 from exercises.kinds import get_kind
 from exercises.kinds.base import HALF_UNIT, ExerciseKind, Follow, Generated, ParamSpec
-from exercises.variants import draw_variant
+from exercises.variants import close_input_problems, draw_variant, variant_problems
 
 ASKS = [{"name": "a", "shape": []}, {"name": "b", "shape": []}, {"name": "gap", "shape": []}]
 

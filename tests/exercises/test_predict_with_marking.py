@@ -8,12 +8,12 @@ from django.contrib.admin.sites import site
 from django.test import Client
 
 from exercises import predictions
-from exercises.checking import MISTAKES, accepted, check_answers
+from exercises.checking import MISTAKES, check_answers
 from exercises.kinds import get_kind
 from exercises.kinds.base import STEP_DECIMALS
 from exercises.models import Exercise, Prediction
 from exercises.services import exercise_build
-from exercises.variants import draw_variant
+from exercises.variants import accepted, draw_variant
 
 EXERCISES = "/api/v1/exercises/"
 

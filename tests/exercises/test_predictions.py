@@ -46,8 +46,27 @@ def test_top_key_names_the_largest_weight_or_a_tie():
 
 
 def test_uniform_counts_only_the_keys_a_query_may_read():
-    assert predictions.is_uniform([0.5, 0.5, 0.0], [True, True, False]) == predictions.UNIFORM
-    assert predictions.is_uniform([0.5, 0.3, 0.2], [True, True, True]) == predictions.NOT_UNIFORM
+    assert predictions.uniform_or_not([0.5, 0.5, 0.0], [True, True, False]) == predictions.UNIFORM
+    assert (
+        predictions.uniform_or_not([0.5, 0.3, 0.2], [True, True, True]) == predictions.NOT_UNIFORM
+    )
+
+
+def test_prediction_check_is_right_exactly_on_the_choice_the_numbers_support():
+    choices = (predictions.UNIFORM, predictions.NOT_UNIFORM)
+    right = predictions.prediction_check(choices, predictions.UNIFORM, predictions.UNIFORM)
+    wrong = predictions.prediction_check(choices, predictions.NOT_UNIFORM, predictions.UNIFORM)
+    assert right == predictions.PredictionCheck("uniform", "uniform", correct=True)
+    assert wrong == predictions.PredictionCheck("not uniform", "uniform", correct=False)
+
+
+@pytest.mark.parametrize(
+    ("answer", "got"), [("flat", "got 'flat'"), (1, "got 1"), (None, "got null")]
+)
+def test_prediction_check_refuses_an_answer_not_among_the_choices(answer, got):
+    with pytest.raises(ValueError) as caught:
+        predictions.prediction_check(("uniform", "not uniform"), answer, "uniform")
+    assert str(caught.value) == f"Expected one of 'uniform', 'not uniform'; {got}."
 
 
 def test_token_zero_under_the_causal_mask_reads_only_itself():

@@ -11,11 +11,11 @@ import os
 import numpy as np
 import pytest
 
-from exercises.checking import MISTAKES, accepted, check_given, variant_problems
+from exercises.checking import MISTAKES, check_given
 from exercises.kinds import get_kind
 from exercises.kinds.attention import weights_degenerate
 from exercises.kinds.base import STEP_DECIMALS, ParamError
-from exercises.variants import draw_rng, draw_variant
+from exercises.variants import accepted, draw_rng, draw_variant, variant_problems
 from tests.exercises.sweep import PARAMETER_SETS
 
 IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in raw.items())}" for name, raw in PARAMETER_SETS]

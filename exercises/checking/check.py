@@ -1,0 +1,94 @@
+"""Checking answers: marking, the whole answers the prompt also allows, and the diagnosis
+of the first wrong step, together. The entry points of ``exercises.checking``.
+
+Pure: no Django.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from exercises.checking.answers import validate_answers
+from exercises.checking.diagnosis import diagnose_step
+from exercises.checking.marking import CheckResult, mark, resolve_kind
+
+if TYPE_CHECKING:
+    from exercises.kinds.base import ExerciseKind
+
+
+def check_given(
+    *,
+    asks: Sequence[Mapping[str, Any]],
+    solution: Mapping[str, Any],
+    given: Mapping[str, Any],
+    rtol: float,
+    atol: float,
+    inputs: dict[str, Any] | None = None,
+    kind: ExerciseKind | str | None = None,
+    diagnose: bool = True,
+) -> CheckResult:
+    """Mark well-formed answers, try the whole answers the prompt also allows, diagnose."""
+    kind = resolve_kind(kind)
+    parts, first_wrong = mark(
+        asks=asks, solution=solution, given=given, rtol=rtol, atol=atol, inputs=inputs, kind=kind
+    )
+    if first_wrong is not None and kind is not None and inputs is not None:
+        for label, other in kind.accepted_alternatives(inputs):
+            alt_parts, _ = mark(
+                asks=asks,
+                solution=other,
+                given=given,
+                rtol=rtol,
+                atol=atol,
+                inputs=inputs,
+                kind=kind,
+            )
+            if all(p.correct for p in alt_parts.values()):
+                for part in alt_parts.values():
+                    part.message = f"Correct: {label}."
+                parts, first_wrong = alt_parts, None
+                break
+    correct = all(p.correct for p in parts.values())
+    diagnosis: list[dict[str, Any]] = []
+    if diagnose and first_wrong is not None and kind is not None and inputs is not None:
+        diagnosis = diagnose_step(
+            kind, inputs, asks, solution, given, parts, first_wrong, rtol, atol
+        )
+        part = parts[first_wrong]
+        part.message = f"{part.message} This is the first wrong step."
+    score = sum(p.credit for p in parts.values()) / len(parts) if parts else 0.0
+    return CheckResult(
+        correct=correct,
+        score=round(score, 4),
+        parts=parts,
+        diagnosis=diagnosis,
+        first_wrong=first_wrong,
+    )
+
+
+def check_answers(
+    *,
+    asks: Sequence[Mapping[str, Any]],
+    solution: Mapping[str, Any],
+    answers: Any,
+    rtol: float,
+    atol: float,
+    inputs: dict[str, Any] | None = None,
+    kind: ExerciseKind | str | None = None,
+) -> CheckResult:
+    """Check ``answers`` (part -> JSON value); raises ``AnswerError`` when malformed.
+
+    ``kind`` (an ``ExerciseKind`` or its name) and ``inputs`` enable error carried
+    forward, accepted alternatives and the diagnosis.
+    """
+    given: dict[str, Any] = dict(validate_answers(asks, answers))
+    for ask in asks:
+        if ask.get("exact"):
+            # The JSON value itself: a count beyond 2**53 stays exact.
+            given[ask["name"]] = np.asarray(answers[ask["name"]], dtype=object)
+    return check_given(
+        asks=asks, solution=solution, given=given, rtol=rtol, atol=atol, inputs=inputs, kind=kind
+    )

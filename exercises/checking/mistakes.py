@@ -1,0 +1,228 @@
+"""The mistakes a learner makes, named: the registry a diagnosis draws on.
+
+Pure: no Django. A kind lists the codes of the mistakes that can explain a wrong answer
+(``kind.mistakes``); each ``recipe`` tells ``kind.answers_under`` and ``kind.follow_on``
+how the mistaken computation differs from the right one. ``exercises.checking.diagnosis``
+names the mistake a learner made; ``exercises.variants`` refuses a variant that would
+accept one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Mistake:
+    code: str
+    text: str
+    # Passed to ``kind.answers_under``: how the mistaken computation differs.
+    recipe: Mapping[str, Any]
+
+
+MISTAKES: dict[str, Mistake] = {
+    m.code: m
+    for m in (
+        Mistake(
+            "no_scale",
+            "This matches the scores without dividing by sqrt(d_k): scale Q K^T by 1/sqrt(d_k) "
+            "before the softmax.",
+            {"scale": "none"},
+        ),
+        Mistake(
+            "scale_by_d_model",
+            "This matches dividing by sqrt(d_model): each head divides by the square root of its "
+            "own width, d_k = d_model / h.",
+            {"scale": "sqrt_d_model"},
+        ),
+        Mistake(
+            "no_mask",
+            "This matches ignoring the mask: blocked scores become minus infinity before the "
+            "softmax, so their weights are exactly 0.",
+            {"mask": "ignored"},
+        ),
+        Mistake(
+            "mask_after_softmax",
+            "This matches zeroing the blocked weights after the softmax without renormalising: "
+            "apply the mask to the scores (minus infinity) before the softmax, so each row "
+            "still sums to 1.",
+            {"mask": "zero_after"},
+        ),
+        Mistake(
+            "mask_as_zero_score",
+            "This matches setting blocked scores to 0 instead of minus infinity: a score of 0 "
+            "still gets weight exp(0) = 1 before normalising.",
+            {"mask": "zero_score"},
+        ),
+        Mistake(
+            "softmax_over_queries",
+            "This matches a softmax down each column: the softmax runs along each row, over the "
+            "keys, so every row of the weights sums to 1.",
+            {"softmax_axis": 0},
+        ),
+        Mistake(
+            "scores_transposed",
+            "This matches K Q^T, the product in the wrong order: score (i, j) is query i against "
+            "key j, so compute Q K^T (rows are queries, columns keys).",
+            {"scores": "k_q"},
+        ),
+        Mistake(
+            "k_not_transposed",
+            "This matches Q K without transposing K: the scores are Q K^T, each query dotted "
+            "with each key's row.",
+            {"scores": "q_k"},
+        ),
+        Mistake(
+            "weights_transposed_in_output",
+            "This matches A^T V: output row i mixes the value rows with row i of the weights, "
+            "so compute A V.",
+            {"mix": "a_t_v"},
+        ),
+        Mistake(
+            "d_model_for_d_k",
+            "This uses d_model where each head has d_k = d_model / h columns.",
+            {"head_width": "d_model"},
+        ),
+        Mistake(
+            "pe_concatenated",
+            "This is the lab code's layout, all sines first and all cosines after them: the "
+            "same encoding with the dimensions reordered, not a wrong one. This exercise asks "
+            "for the paper's interleaved layout: sine on even dimensions 2i, cosine on odd "
+            "ones 2i+1.",
+            {"pe_layout": "sines_then_cosines"},
+        ),
+        Mistake(
+            "pe_interleaved",
+            "This is the paper's interleaved layout, sine on even dimensions and cosine on odd "
+            "ones: the same encoding with the dimensions reordered, not a wrong one. This "
+            "exercise asks for the lab code's layout: all sines first, then all cosines.",
+            {"pe_layout": "interleaved"},
+        ),
+        Mistake(
+            "pe_sin_cos_swapped",
+            "This swaps sine and cosine: in the layout asked, the sine of each angle comes "
+            "before its cosine.",
+            {"pe_layout": "swapped"},
+        ),
+        Mistake(
+            "sd_for_variance",
+            "This is the standard deviation, sqrt(d_k); the variance of a sum of d_k "
+            "independent unit-variance products is d_k.",
+            {"scaling": "sd"},
+        ),
+        Mistake(
+            "divided_by_d_k",
+            "This matches dividing the scores by d_k: the scale is 1/sqrt(d_k), which keeps "
+            "the scores' variance at 1 instead of shrinking it to 1/d_k.",
+            {"scale": "d_k"},
+        ),
+        Mistake(
+            "scale_swapped",
+            "The scaled and unscaled weights are swapped: dividing by sqrt(d_k) makes the row "
+            "flatter, not sharper.",
+            {"scaling": "swapped"},
+        ),
+        Mistake(
+            "bytes_one_head",
+            "This counts one score matrix only: multiply by the heads and the layers too.",
+            {"cost": "one_head"},
+        ),
+        Mistake(
+            "high_weight_as_reliance",
+            "This takes the highest attention weight as reliance: a high weight is not "
+            "evidence that the model relies on the token. Judge by the change in the output "
+            "when the token is removed: large and consistent across inputs, or not.",
+            {"ablation": "weight_as_reliance"},
+        ),
+        Mistake(
+            "ablation_masked_query",
+            "This matches masking the token as a query (blocking its row): the [CLS] row that "
+            "is read out does not change, so nothing does. Remove the token as a key: its "
+            "column becomes minus infinity in the [CLS] row and the other weights renormalise.",
+            {"ablation": "query_mask"},
+        ),
+        Mistake(
+            "low_weight_as_decoration",
+            "This dismisses the token because another token has more weight in some input: "
+            "a lower weight is no evidence that the model ignores the token. Judge by the "
+            "change in the output when the token is removed, not by its weight.",
+            {"ablation": "low_weight_as_decoration"},
+        ),
+        Mistake(
+            "mixed_as_decoration",
+            "This calls large changes in opposite directions decoration: removing the token "
+            "moves the prediction a lot, so the model does use it, though not as one "
+            "consistent reason. Decoration means every change is small.",
+            {"ablation": "mixed_as_decoration"},
+        ),
+        Mistake(
+            "share_qk_only",
+            "This counts only Q K^T in the n\N{MULTIPLICATION SIGN}n part: A V costs another n² d multiply-adds.",
+            {"cost": "qk_only"},
+        ),
+        Mistake(
+            "causal_mask_transposed",
+            "This matches the causal mask transposed: each query read itself and the keys "
+            "after it. A query may read itself and the keys before it; the keys after its own "
+            "position are blocked.",
+            {"mask": "transposed"},
+        ),
+        Mistake(
+            "padding_on_queries",
+            "This matches blocking the padded positions as queries (their rows left at 0) "
+            "while the real tokens still read the padding: the padding mask blocks the padded "
+            "keys, the columns, for every query.",
+            {"mask": "queries"},
+        ),
+        Mistake(
+            "w_q_w_k_swapped",
+            "This matches swapping W_Q and W_K: the queries are X W_Q and the keys X W_K.",
+            {"projection": "w_q_w_k_swapped"},
+        ),
+        Mistake(
+            "sqrt_d_model_in_projection",
+            "This matches dividing by sqrt(d_model), the width of the token vectors: the "
+            "scale is 1/sqrt(d_k), the width of the queries and keys.",
+            {"scale": "sqrt_d_model"},
+        ),
+        Mistake(
+            "heads_concatenated_in_reverse",
+            "This matches concatenating the heads' outputs in reverse: head 1's columns come "
+            "first, then head 2's, and so on, before W_O.",
+            {"concat": "reversed"},
+        ),
+        Mistake(
+            "w_o_left_out",
+            "This matches the heads' outputs concatenated without W_O: the block's output is "
+            "that concatenation times W_O.",
+            {"concat": "no_w_o"},
+        ),
+        Mistake(
+            "params_without_w_o",
+            "This counts W_Q, W_K and W_V only, 3 d_model²: the output projection W_O adds "
+            "another d_model², 4 d_model² in all.",
+            {"cost": "no_w_o"},
+        ),
+        Mistake(
+            "ffn_one_matrix",
+            "This counts one matrix of the feed-forward network, d_model \N{MULTIPLICATION SIGN} 4 d_model: "
+            "it has two, up to 4 d_model and back, 8 d_model² in all.",
+            {"cost": "ffn_one_matrix"},
+        ),
+        Mistake(
+            "share_without_w_o",
+            "This leaves W_O out of the per-token part: the projections W_Q, W_K, W_V and W_O "
+            "take 4 n d² multiply-adds and the feed-forward network 8 n d², 12 n d² in all, "
+            "so the share is n / (n + 6 d).",
+            {"cost": "share_no_w_o"},
+        ),
+        Mistake(
+            "params_with_biases",
+            "This adds the biases: the question counts the weight matrices only, 4 d_model² "
+            "for W_Q, W_K, W_V, W_O and 8 d_model² for the feed-forward network.",
+            {"cost": "biases"},
+        ),
+    )
+}
