@@ -1,5 +1,21 @@
+"""The study core's app. At start-up it connects its signals, keeps the default beat
+schedules in the database, and registers the review side of exercises
+(``exercises.reviews``): where the exercise pages submit, the review page, and the card
+an exercise was handed out for. ``exercises`` learns of ``cards`` through nothing else."""
+
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
+from django.urls import reverse
+
+from exercises.reviews import ReviewSide, register
+
+
+def exercise_submit_url(exercise_id: int) -> str:
+    return reverse("exercise-page-submit", args=[exercise_id])
+
+
+def review_page_url() -> str:
+    return reverse("review")
 
 
 class CardsConfig(AppConfig):
@@ -9,10 +25,19 @@ class CardsConfig(AppConfig):
     def ready(self) -> None:
         from . import signals  # noqa: F401
         from .beat import sync_default_schedule_on_migrate
+        from .services.exercise_reviews import bound_card_id
 
         # Default beat schedules reach the database on every migrate (missing ones only).
         post_migrate.connect(
             sync_default_schedule_on_migrate,
             sender=self,
             dispatch_uid="cards.beat.sync_default_schedule",
+        )
+        # The exercise pages submit here and link back to the review page.
+        register(
+            ReviewSide(
+                submit_url=exercise_submit_url,
+                review_page_url=review_page_url,
+                bound_card_id=bound_card_id,
+            )
         )

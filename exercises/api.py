@@ -151,7 +151,9 @@ class ExerciseDetailView(APIView):
 
 
 class ExerciseSubmitView(APIView):
-    """Submit answers. Subclasses may override ``submit`` to add to what a submission does."""
+    """Submit answers. Subclasses may override ``attempt`` to add to what a submission does:
+    the study core routes ``exercises/{id}/submit/`` to its subclass, which also records a
+    review (``exercises.reviews`` says what else the study core provides)."""
 
     parser_classes = [NonFiniteJSONParser]
     throttle_scope = "exercise_submit"

@@ -11,7 +11,8 @@ urlpatterns = [
         api.ExerciseDetailView.as_view(),
         name="exercise-detail",
     ),
-    # exercises/{id}/submit/ is routed by cards.urls, which also records reviews.
+    # exercises/{id}/submit/ is routed by cards.urls, which also records reviews
+    # (the review side: exercises.reviews).
     path("attention/", api.AttentionPlaygroundView.as_view(), name="attention-playground"),
     path(
         "attention/predictions/",

@@ -3,8 +3,9 @@
 Answers arrive as one text input per cell, named as ``exercises.cells`` says. Cells
 that do not parse are reported next to the grid and use no attempt. Submissions are
 posted to the study core's submit page, which records the review of a review-bound
-exercise. ``exercises`` never imports ``cards`` nor names its routes: the project wires
-them in by name, ``STUDY_EXERCISE_SUBMIT_URL_NAME`` and ``STUDY_REVIEW_PAGE_URL_NAME``.
+exercise. ``exercises`` never imports ``cards`` nor names its routes: the submit page,
+the review page and an exercise's bound card come from the review side the study core
+registers (``exercises.reviews``).
 """
 
 from __future__ import annotations
@@ -12,17 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from exercises import predictions, selectors, services
 from exercises.kinds import KINDS, ParamError, UnknownKindError
 from exercises.models import Attempt, Exercise
+from exercises.reviews import review_side
 from studyapp.common.ids import parse_id
 
 # --- Exercise context shared by the exercise page and the review page --------------------
@@ -97,7 +97,7 @@ def exercise_context(
         "weights_map": weights_map,
         "labels": labels,
         "submit_url": submit_url,
-        "review_page_url": reverse(settings.STUDY_REVIEW_PAGE_URL_NAME),
+        "review_page_url": review_side().review_page_url(),
         "prediction": prediction,
         "numbers_open": prediction is None or prediction["made"] is not None,
     }
@@ -303,15 +303,35 @@ def owned_exercise(request: HttpRequest, pk: int) -> Exercise:
         raise Http404("No such exercise.") from None
 
 
+def exercise_page_context(
+    exercise: Exercise,
+    *,
+    from_review: bool,
+    typed: dict | None = None,
+    problems: dict | None = None,
+    invalid: dict | None = None,
+) -> dict[str, Any]:
+    """What ``exercises/exercise_detail.html`` needs: the exercise, posted to the review
+    side's submit page, and the card it was handed out for (to report a problem on)."""
+    side = review_side()
+    context = exercise_context(
+        exercise,
+        submit_url=side.submit_url(exercise.pk),
+        typed=typed,
+        problems=problems,
+        invalid=invalid,
+    )
+    context["bound_card_id"] = side.bound_card_id(exercise.pk)
+    context["from_review"] = from_review
+    if from_review:
+        # Later submissions come back here still offering to go on with the review.
+        context["submit_url"] += "?from=review"
+    return context
+
+
 @login_required
 @require_GET
 def exercise_detail(request: HttpRequest, pk: int) -> HttpResponse:
     exercise = owned_exercise(request, pk)
-    context = exercise_context(
-        exercise, submit_url=reverse(settings.STUDY_EXERCISE_SUBMIT_URL_NAME, args=[exercise.pk])
-    )
-    context["from_review"] = request.GET.get("from") == "review"
-    if context["from_review"]:
-        # Later submissions come back here still offering to go on with the review.
-        context["submit_url"] += "?from=review"
+    context = exercise_page_context(exercise, from_review=request.GET.get("from") == "review")
     return render(request, "exercises/exercise_detail.html", context)

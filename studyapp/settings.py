@@ -190,9 +190,6 @@ STUDY_LADDER_DAYS = tuple(int(d) for d in env_list("STUDY_LADDER_DAYS", "1,3,7,1
 STUDY_DEFAULT_DAY_STARTS_AT = 4
 STUDY_IDEMPOTENCY_TTL_HOURS = 24
 STUDY_EXERCISE_TTL_DAYS = 7
-# The study core's pages the exercise pages link to: exercises names no route of cards.
-STUDY_REVIEW_PAGE_URL_NAME = "review"
-STUDY_EXERCISE_SUBMIT_URL_NAME = "exercise-page-submit"
 # A card failed this many times (net of undos) is a leech for that learner.
 STUDY_LEECH_LAPSES = int(os.environ.get("STUDY_LEECH_LAPSES", "8"))
 

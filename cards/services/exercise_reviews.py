@@ -1,7 +1,10 @@
 """Exercise cards on the ladder: each due review gets a fresh exercise, bound to it.
 
-This is the layer that knows both apps: ``exercises`` generates and checks, and
-the first submission of a bound exercise records the card's review here.
+This is the layer that knows both apps, and the one place that reads both apps' tables:
+``exercises`` generates and checks, and the first submission of a bound exercise records
+the card's review here. The exercise pages reach it through the review side the study
+core registers into ``exercises.reviews`` (``cards.apps``): ``bound_card_id`` below, and
+the submit page, whose view calls ``exercise_review_submit``.
 """
 
 from __future__ import annotations
@@ -183,6 +186,15 @@ def exercise_for_review(*, learner: Any, card: Card, today: dt.date) -> Exercise
     if state is None:
         return None
     return exercises_for_review(learner=learner, states=[state], today=today).get(card.pk)
+
+
+def bound_card_id(exercise_id: int) -> int | None:
+    """The card whose review the exercise was handed out for; None for practice."""
+    return (
+        ExerciseBinding.objects.filter(exercise_id=exercise_id)
+        .values_list("card_id", flat=True)
+        .first()
+    )
 
 
 @retried_on_conflict

@@ -139,16 +139,13 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
             if review is not None or request.GET.get("from") == "review":
                 url += "?from=review"
             return redirect(url)
-    context = exercise_views.exercise_context(
+    context = exercise_views.exercise_page_context(
         exercise,
-        submit_url=reverse("exercise-page-submit", args=[exercise.pk]),
+        from_review=request.GET.get("from") == "review",
         typed=typed,
         problems=problems,
         invalid=cells.invalid_cells(exercise.asks, request.POST, problems),
     )
-    if request.GET.get("from") == "review":
-        context["from_review"] = True
-        context["submit_url"] += "?from=review"
     return render(request, "exercises/exercise_detail.html", context, status=400)
 
 

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from cards.models import Card, Deck, ExerciseBinding, ReviewLog, ReviewState
 from exercises.models import Exercise
+from exercises.reviews import review_side
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +51,20 @@ def test_due_item_carries_a_bound_exercise_with_a_server_seed(api, exercise_deck
     assert "seed" not in first["params"]
     assert Exercise.objects.get(pk=first["id"]).seed != 7
     assert ExerciseBinding.objects.filter(learner=learner).count() == 1
+
+
+def test_the_study_core_is_the_review_side_of_exercises(api, exercise_deck, learner):
+    side = review_side()
+    with time_machine.travel(START, tick=False):
+        api.post("/api/v1/decks/drills/enroll/")
+    with time_machine.travel(START + dt.timedelta(days=1), tick=False):
+        bound = due_exercise(api)["id"]
+    practice = api.post("/api/v1/exercises/", {"kind": "causal", "params": {}}, format="json")
+    assert side.bound_card_id(bound) == exercise_deck.cards.get().pk
+    assert side.bound_card_id(practice.json()["id"]) is None
+    assert side.submit_url(bound) == reverse("exercise-page-submit", args=[bound])
+    assert side.submit_url(bound) == f"/exercises/{bound}/submit/"
+    assert side.review_page_url() == reverse("review") == "/review/"
 
 
 def test_first_submission_records_the_review_later_ones_are_practice(api, exercise_deck, learner):

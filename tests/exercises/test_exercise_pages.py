@@ -7,8 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
+from exercises import reviews
 from exercises.checking import MISTAKES
 from exercises.kinds import get_kind
 from exercises.models import Attempt, Exercise
@@ -159,17 +161,50 @@ def test_the_schema_documents_follows_and_the_first_wrong_step(api):
     assert "first_wrong" in schema["components"]["schemas"]["SubmitResult"]["properties"]
 
 
-def test_the_exercise_page_links_to_the_study_pages_the_project_names(page, learner, settings):
+@pytest.fixture
+def stand_in():
+    """A review side other than the study core's, registered for one test; the dict maps
+    an exercise id to the card it is bound to."""
+    previous = reviews.review_side()
+    bound: dict[int, int] = {}
+    reviews.register(
+        reviews.ReviewSide(
+            submit_url=lambda exercise_id: f"/elsewhere/{exercise_id}/answers/",
+            review_page_url=lambda: "/elsewhere/queue/",
+            bound_card_id=bound.get,
+        )
+    )
+    yield bound
+    reviews.register(previous)
+
+
+def test_the_exercise_page_links_to_the_study_pages_of_the_review_side(page, learner):
     exercise = exercise_create(owner=learner, kind="attention", params={"seed": 5})
     html = page.get(f"/exercises/{exercise.pk}/?from=review").content.decode()
     assert f'action="/exercises/{exercise.pk}/submit/?from=review"' in html
     assert 'class="button" href="/review/">Continue reviewing' in html
-    # The routes are the project's to choose: exercises names none of cards' own.
-    settings.STUDY_REVIEW_PAGE_URL_NAME = "dashboard"
-    settings.STUDY_EXERCISE_SUBMIT_URL_NAME = "exercise-page"
+    assert 'id="report-form"' not in html  # practice: no card to report on
+
+
+def test_the_review_side_registered_is_the_one_the_exercise_page_follows(page, learner, stand_in):
+    # The routes and the binding are the review side's: exercises names none of cards'.
+    exercise = exercise_create(owner=learner, kind="attention", params={"seed": 5})
     html = page.get(f"/exercises/{exercise.pk}/?from=review").content.decode()
-    assert f'action="/exercises/{exercise.pk}/?from=review"' in html
-    assert 'class="button" href="/">Continue reviewing' in html
+    assert f'action="/elsewhere/{exercise.pk}/answers/?from=review"' in html
+    assert 'class="button" href="/elsewhere/queue/">Continue reviewing' in html
+    assert 'id="report-form"' not in html
+    stand_in[exercise.pk] = 4242
+    html = page.get(f"/exercises/{exercise.pk}/").content.decode()
+    assert f'action="/elsewhere/{exercise.pk}/answers/"' in html
+    assert 'id="report-form"' in html
+    assert 'name="card" value="4242"' in html
+    assert f'name="exercise" value="{exercise.pk}"' in html
+
+
+def test_without_a_review_side_the_error_says_what_registers_one(monkeypatch):
+    monkeypatch.setattr(reviews, "_side", None)
+    with pytest.raises(ImproperlyConfigured, match=r"INSTALLED_APPS.*exercises\.reviews\.register"):
+        reviews.review_side()
 
 
 def test_exercise_code_and_templates_name_only_their_own_routes():

@@ -1,0 +1,55 @@
+"""The review side: the one place where exercises meet the study core that reviews them.
+
+An exercise can be handed out for a card's review; its first submission then records
+the review. That is the study core's business (``cards``), and ``exercises`` never
+imports ``cards`` nor names its routes or tables. What the exercise pages need of it
+comes through a ``ReviewSide`` that the study core registers here when it starts
+(``CardsConfig.ready()`` in ``cards.apps``):
+
+- ``submit_url(exercise_id)``: where the exercise pages post answers. Every exercise
+  answered on the site goes there; the review side tells a review from practice (its
+  service is ``cards.services.exercise_reviews.exercise_review_submit``);
+- ``review_page_url()``: the review page, to go on reviewing after an answer;
+- ``bound_card_id(exercise_id)``: the card whose review the exercise was handed out
+  for, or None for practice (the exercise page offers a report on that card).
+
+The API's submit route is the study core's too (``cards.urls`` routes
+``exercises/{id}/submit/`` to ``cards.api.reviews.ExerciseReviewSubmitView``, a
+subclass of ``exercises.api.ExerciseSubmitView``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+@dataclass(frozen=True)
+class ReviewSide:
+    """What the study core provides to the exercise pages."""
+
+    submit_url: Callable[[int], str]
+    review_page_url: Callable[[], str]
+    bound_card_id: Callable[[int], int | None]
+
+
+_side: ReviewSide | None = None
+
+
+def register(side: ReviewSide) -> None:
+    """Make ``side`` the review side (the study core calls this once, at start-up)."""
+    global _side
+    _side = side
+
+
+def review_side() -> ReviewSide:
+    """The registered review side; ``ImproperlyConfigured`` when none is."""
+    if _side is None:
+        raise ImproperlyConfigured(
+            "No review side is registered: the exercise pages submit through the study "
+            "core, which registers one from its AppConfig.ready() (add 'cards' to "
+            "INSTALLED_APPS, or call exercises.reviews.register())."
+        )
+    return _side
