@@ -7,6 +7,8 @@ both databases:
 - ``reviews``: ``move_and_log``, a review's state move, log entry and day count;
 - ``bindings``: ``bind_exercises``, new exercise variants bound to today's reviews;
 - ``inserts``: ``raw_insert``, model rows as raw ``INSERT`` text for those statements;
+- ``bulk``: ``insert_synthetic_states``/``insert_synthetic_logs`` and the planner and
+  constraint settings of ``manage.py seed_load``'s bulk loads;
 - ``counts``: the counts tables' triggers (declared once, imported by the migrations),
   the ``ReviewDay`` SQL and ``net``, the count of a log entry net of undos;
 - ``compiled``: ``CompiledQuery``, querysets compiled once (the one module that uses

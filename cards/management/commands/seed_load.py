@@ -2,8 +2,9 @@
 
 Every synthetic learner (``load-000001`` …, e-mail ``@load.invalid``) is enrolled in every
 synthetic deck (``load-deck-1`` …), so ``--learners 1000 --cards 1000`` makes 1,000,000
-review states. On PostgreSQL the states and logs come from ``INSERT ... SELECT`` over a
-cross join of the synthetic users and cards; elsewhere from batched ``bulk_create``.
+review states. The states and logs are inserted by ``cards.db.bulk``: on PostgreSQL by
+``INSERT ... SELECT`` over a cross join of the synthetic users and cards, on SQLite in
+batches placed in Python.
 
 Where a state sits is a deterministic function of (learner id, card id, ``--seed``)
 (``cards.synthetic``): every learner gets close to exactly ``--due-fraction`` of their
@@ -19,7 +20,6 @@ import datetime as dt
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -29,6 +29,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from cards import ladder
+from cards.db.bulk import (
+    check_constraints_per_statement,
+    insert_synthetic_logs,
+    insert_synthetic_states,
+    refresh_statistics,
+)
 from cards.models import (
     Card,
     Deck,
@@ -45,11 +51,6 @@ from cards.synthetic import (
     DECK_PREFIX,
     EMAIL_DOMAIN,
     USER_PREFIX,
-    is_logged,
-    logs_insert,
-    placement,
-    review_time,
-    states_insert,
     synthetic_decks,
     synthetic_users,
     username_for,
@@ -108,11 +109,8 @@ class Command(BaseCommand):
         )
         with transaction.atomic():
             self.create(opts, now=now, today=today)
-        if connection.vendor == "postgresql":
-            # Fresh statistics, or the planner guesses from an empty table until autovacuum.
-            with self.phase("analyze"), connection.cursor() as cursor:
-                for model in (ReviewState, ReviewLog, ReviewDay, Enrollment, Card):
-                    cursor.execute(f"ANALYZE {model._meta.db_table}")
+        with self.phase("analyze"):
+            refresh_statistics((ReviewState, ReviewLog, ReviewDay, Enrollment, Card))
         with self.phase("count"):
             self.summary(today)
         self.finish()
@@ -120,11 +118,8 @@ class Command(BaseCommand):
     def create(self, opts: dict, *, now: dt.datetime, today: dt.date) -> None:
         """Every phase of the top-up, in one transaction."""
         steps = tuple(settings.STUDY_LADDER_DAYS)
-        if connection.vendor == "postgresql":
-            # Check foreign keys row by row, so each phase's time includes its checks
-            # instead of all of them landing in the COMMIT.
-            with connection.cursor() as cursor:
-                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        # Each phase's time includes its foreign key checks, instead of the COMMIT.
+        check_constraints_per_statement()
         with self.phase("users and profiles"):
             user_ids = self.create_users(opts["learners"], now)
         with self.phase("decks and cards"):
@@ -132,15 +127,20 @@ class Command(BaseCommand):
         with self.phase("enrolments"):
             self.create_enrollments(user_ids, deck_ids, now)
         with self.phase("review states"):
-            params = dict(
-                seed=opts["seed"], due=opts["due_fraction"], today=today, steps=steps, now=now
+            states = insert_synthetic_states(
+                user_ids=user_ids,
+                seed=opts["seed"],
+                due=opts["due_fraction"],
+                today=today,
+                steps=steps,
+                now=now,
             )
-            if connection.vendor == "postgresql":
-                self.create_states_sql(**params)
-            else:
-                self.create_states_bulk(user_ids, **params)
+            self.stdout.write(f"  inserted {states} review states")
         with self.phase("review logs"):
-            self.create_logs(seed=opts["seed"], fraction=opts["log_fraction"], steps=steps)
+            logs = insert_synthetic_logs(
+                seed=opts["seed"], fraction=opts["log_fraction"], steps=steps
+            )
+            self.stdout.write(f"  inserted {logs} review logs")
         with self.phase("review days"):
             # The stats read the log per day: recount the synthetic learners' days.
             review_days_rebuild(learners=synthetic_users())
@@ -282,87 +282,6 @@ class Command(BaseCommand):
             batch_size=BATCH,
             ignore_conflicts=True,
         )
-
-    def create_states_sql(self, **placement: Any) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(*states_insert(**placement))
-            self.stdout.write(f"  inserted {cursor.rowcount} review states")
-
-    def create_states_bulk(self, user_ids, *, seed, due, today, steps, now) -> None:
-        card_ids = list(
-            Card.objects.filter(deck__in=synthetic_decks())
-            .order_by("id")
-            .values_list("id", flat=True)
-        )
-
-        def new_states() -> Iterator[ReviewState]:
-            for learner_id in user_ids:
-                for card_id in card_ids:
-                    step, due_on = placement(learner_id, card_id, seed, due, today, steps)
-                    reviewed = review_time(due_on, steps[step]) if step > 0 else None
-                    yield ReviewState(
-                        learner_id=learner_id,
-                        card_id=card_id,
-                        step=step,
-                        due_on=due_on,
-                        last_reviewed_at=reviewed,
-                        created_at=now,
-                        updated_at=now,
-                    )
-
-        before = ReviewState.objects.count()
-        ReviewState.objects.bulk_create(new_states(), batch_size=BATCH, ignore_conflicts=True)
-        self.stdout.write(f"  inserted {ReviewState.objects.count() - before} review states")
-
-    def create_logs(self, *, seed: int, fraction: float, steps: tuple[int, ...]) -> None:
-        """Log the last review (a pass from ``step - 1``) of a share of the reviewed states.
-
-        Only for synthetic learners' states that have no log for that card yet, so a
-        re-run adds nothing twice.
-        """
-        if connection.vendor == "postgresql":
-            self.create_logs_sql(seed=seed, fraction=fraction, steps=steps)
-            return
-        states = (
-            ReviewState.objects.filter(learner__in=synthetic_users(), step__gt=0)
-            .exclude(last_reviewed_at=None)
-            .values_list("learner_id", "card_id", "step", "due_on", "last_reviewed_at")
-        )
-        logged = set(
-            ReviewLog.objects.filter(learner__in=synthetic_users()).values_list(
-                "learner_id", "card_id"
-            )
-        )
-
-        def new_logs() -> Iterator[ReviewLog]:
-            for learner_id, card_id, step, due_on, reviewed_at in states.iterator(chunk_size=BATCH):
-                if (
-                    reviewed_at is None
-                    or (learner_id, card_id) in logged
-                    or not is_logged(learner_id, card_id, seed, fraction)
-                ):
-                    continue
-                day = due_on - dt.timedelta(days=steps[step])
-                yield ReviewLog(
-                    learner_id=learner_id,
-                    card_id=card_id,
-                    reviewed_at=reviewed_at,
-                    study_day=day,
-                    result=ReviewLog.Result.PASS,
-                    step_before=step - 1,
-                    step_after=step,
-                    interval_days=steps[step],
-                    due_before=day,
-                    due_after=due_on,
-                )
-
-        created = ReviewLog.objects.bulk_create(new_logs(), batch_size=BATCH)
-        self.stdout.write(f"  inserted {len(created)} review logs")
-
-    def create_logs_sql(self, *, seed: int, fraction: float, steps: tuple[int, ...]) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(*logs_insert(seed=seed, fraction=fraction, steps=steps))
-            self.stdout.write(f"  inserted {cursor.rowcount} review logs")
 
 
 def _table(model_name: str) -> str:
