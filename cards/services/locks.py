@@ -23,4 +23,3 @@ def learner_lock(*, learner_id: int) -> None:
     """
     users = get_user_model().objects.select_for_update(no_key=True).filter(pk=learner_id)
     list(users.values_list("pk", flat=True))
-
