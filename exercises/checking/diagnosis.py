@@ -95,7 +95,7 @@ def diagnose_step(
             and not same(step, follow.value, right_follow.value)
         ):
             explained = matches(follow.value, follow.slack)
-        chain = _answers_under(kind, inputs, mistake.recipe)
+        chain = _answers_under(kind, inputs, mistake.recipe) or {}  # None: nothing to match
         if not explained:
             explained = bool(
                 chain
@@ -106,11 +106,7 @@ def diagnose_step(
             )
         if explained:
             # Does the mistake explain the later parts too, the way they were written?
-            whole = (
-                chain is not None
-                and bool(chain)
-                and all(same(n, given[n], chain[n]) for n in later if n in chain)
-            )
+            whole = bool(chain) and all(same(n, given[n], chain[n]) for n in later if n in chain)
             found.append(({"code": code, "parts": [step], "text": mistake.text}, whole))
     return _named(found, parts[step])
 
