@@ -20,7 +20,7 @@ from exercises.serializers import ExerciseSerializer
 from studyapp.common.ids import parse_id
 from studyapp.common.pagination import DuePagination
 
-from .. import anki, selectors, services
+from .. import anki, due, selectors, services, stats
 from ..models import Card, ReviewLog
 from ..serializers import (
     DueQueueSerializer,
@@ -66,10 +66,8 @@ class DueView(APIView):
     def get(self, request):
         today = selectors.learner_today(learner=request.user, at=timezone.now())
         paginator = DuePagination()
-        offset, limit = paginator.start(
-            request, selectors.due_count(learner=request.user, today=today)
-        )
-        rows = selectors.due_page(
+        offset, limit = paginator.start(request, due.due_count(learner=request.user, today=today))
+        rows = due.due_page(
             learner=request.user, today=today, offset=offset, limit=limit, count=paginator.count
         )
         exercises = _bound_exercises(request, rows, today)
@@ -240,7 +238,7 @@ class StatsView(APIView):
     def get(self, request):
         today = selectors.learner_today(learner=request.user, at=timezone.now())
         return Response(
-            StatsSerializer(selectors.learner_stats(learner=request.user, today=today)).data
+            StatsSerializer(stats.learner_stats(learner=request.user, today=today)).data
         )
 
 

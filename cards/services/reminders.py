@@ -43,7 +43,7 @@ from django.urls import reverse
 
 from ..metrics import REMINDERS_SENT
 from ..models import Reminder
-from .reminder_claims import Claim, claim_new, due_groups, recipients, reclaim_stale
+from .reminder_claims import ReminderClaim, claim_new, due_groups, recipients, reclaim_stale
 from .scheduling import groups_table, id_ranges
 
 logger = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class ReminderTemplates:
 def reminder_message(
     *,
     learner: Any,
-    claim: Claim,
+    claim: ReminderClaim,
     mail_connection: Any = None,
     templates: ReminderTemplates | None = None,
 ) -> EmailMessage:
@@ -155,7 +155,9 @@ def _stamp(reminder_ids: list[int], *, at: dt.datetime) -> None:
         Reminder.objects.filter(pk__in=reminder_ids, sent_at__isnull=True).update(sent_at=at)
 
 
-def _send_one(mail: Any, *, learner: Any, claim: Claim, templates: ReminderTemplates) -> bool:
+def _send_one(
+    mail: Any, *, learner: Any, claim: ReminderClaim, templates: ReminderTemplates
+) -> bool:
     """Hand one reminder to the mail server; False (logged, connection closed) if that failed."""
     try:
         mail.open()  # a no-op while open; reconnects after a failed send
@@ -187,7 +189,7 @@ class _Lease:
     every: dt.timedelta
     held: set[int]
 
-    def renew(self, pending: Sequence[Claim], now: dt.datetime) -> None:
+    def renew(self, pending: Sequence[ReminderClaim], now: dt.datetime) -> None:
         """Past ``every`` since the last renewal, move the lease of ``pending`` to ``now``."""
         if now - self.at >= self.every:
             ids = [c.reminder_id for c in pending if c.reminder_id in self.held]
@@ -231,7 +233,7 @@ class _Stamps:
 
 
 def _deliver(
-    claims: list[Claim],
+    claims: list[ReminderClaim],
     *,
     lease: dt.datetime,
     clock: Clock,

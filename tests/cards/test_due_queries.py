@@ -10,7 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from cards import selectors, services
+from cards import services
+from cards.due import due_page, due_reviews
 from cards.models import Card, Deck, ExerciseBinding, ReviewLog, ReviewState, Tag
 from cards.serializers import CardSerializer
 from exercises.models import Exercise
@@ -216,12 +217,10 @@ def test_the_selector_page_matches_the_queryset_order(learner):
     enrol(learner, deck)
     today = dt.date(2026, 3, 10)
     ReviewState.objects.filter(card__position__in=[2, 5]).update(due_on=dt.date(2026, 3, 1))
-    rows = selectors.due_page(learner=learner, today=today, offset=0, limit=100)
-    expected = list(
-        selectors.due_reviews(learner=learner, today=today).values_list("card_id", flat=True)
-    )
+    rows = due_page(learner=learner, today=today, offset=0, limit=100)
+    expected = list(due_reviews(learner=learner, today=today).values_list("card_id", flat=True))
     assert [row["card_id"] for row in rows] == expected
-    tail = selectors.due_page(learner=learner, today=today, offset=5, limit=100)
+    tail = due_page(learner=learner, today=today, offset=5, limit=100)
     assert [row["card_id"] for row in tail] == expected[5:]
 
 
@@ -231,12 +230,10 @@ def test_pages_read_from_the_end_match_pages_read_from_the_start(learner, size):
     enrol(learner, deck)
     today = dt.date(2026, 3, 10)
     ReviewState.objects.filter(card__position__in=[3, 7, 8]).update(due_on=dt.date(2026, 3, 1))
-    expected = list(
-        selectors.due_reviews(learner=learner, today=today).values_list("card_id", flat=True)
-    )
+    expected = list(due_reviews(learner=learner, today=today).values_list("card_id", flat=True))
     pages = []
     for offset in range(0, 11, size):
-        rows = selectors.due_page(learner=learner, today=today, offset=offset, limit=size, count=11)
+        rows = due_page(learner=learner, today=today, offset=offset, limit=size, count=11)
         assert len(rows) == min(size, 11 - offset)
         pages.extend(row["card_id"] for row in rows)
     assert pages == expected

@@ -6,7 +6,7 @@ import pytest
 import time_machine
 
 from cards.models import Card, ReviewState
-from cards.selectors import learner_stats
+from cards.stats import learner_stats
 from cards.services import enroll, review_record
 
 pytestmark = pytest.mark.django_db
