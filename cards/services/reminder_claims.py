@@ -1,5 +1,6 @@
 """Who is due a daily review reminder, and claiming reminders: one row per learner and
-study day, inserted (or taken over) by exactly one pass. Sending is ``reminders``.
+study day, inserted (or taken over) by exactly one pass. The pass starts, and sends,
+in ``reminders`` (its docstring walks every step).
 
 When a reminder is due
     A learner's study day ``D`` starts at local ``day_starts_at`` o'clock. Its
@@ -15,8 +16,9 @@ When a reminder is due
     repeated hour in the autumn sends once. (A reminder hour that is skipped and
     also the last hour before the day starts has no instant in that study day;
     that one reminder is not sent.) A learner gets a reminder only with
-    ``reminders`` on, an e-mail address, an active account, and at least one
-    card due on ``D`` (active card, enrolled deck, ``due_on <= D``).
+    ``reminders`` on, a confirmed e-mail address, an active account, and at least
+    one card in the due queue on ``D`` (``cards.due.queue_states``: none while the
+    learner's pause covers ``D``).
 """
 
 from __future__ import annotations

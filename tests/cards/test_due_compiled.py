@@ -1,7 +1,7 @@
 """The due queue and token authentication run SQL compiled once: same rows as the ORM.
 
-``cards.db.compiled.CompiledQuery`` compiles ``queue_states``, ``due_page_query`` and the
-token query once per connection with stand-in values; these tests hold the compiled
+``cards.db.compiled.CompiledQuery`` compiles ``due_count_query``, ``due_page_query`` (both
+in ``cards.due``) and the token query once per connection with stand-in values; these tests hold the compiled
 path to the querysets it comes from, on whichever database the suite runs.
 """
 

@@ -282,7 +282,7 @@ def test_a_pass_skips_a_claim_another_pass_took_over_before_its_send(make_learne
         reminder_id=row.pk, learner_id=learner.pk, study_day=MON, due_count=2
     )
 
-    sent = reminders._deliver(
+    sent = reminders._send_claimed(
         [claim],
         lease=first_lease,
         clock=lambda: utc(2026, 3, 2, 9, 21),
@@ -325,7 +325,7 @@ def test_a_long_batch_renews_its_claims_and_skips_one_taken_over(make_learner, s
     # Every reading of the clock is 2 minutes later: sends are slow.
     ticks = iter(lease + dt.timedelta(minutes=2 * i) for i in range(1, 100))
 
-    sent = reminders._deliver(
+    sent = reminders._send_claimed(
         claims, lease=lease, clock=lambda: next(ticks), retry_after=dt.timedelta(minutes=4)
     )
 
