@@ -35,11 +35,16 @@ logger = logging.getLogger(__name__)
 
 
 def learner_profile(user) -> LearnerProfile:
+    """The learner's study profile; an unsaved one with the defaults for a user without one.
+
+    Every account gets its profile when it is made (``cards.signals``); a user made
+    around that (a bulk load, SQL by hand) reads as a new profile would. A write that
+    needs the row calls ``services.profiles.profile_ensure``.
+    """
     try:
         return user.profile
     except LearnerProfile.DoesNotExist:
-        profile, _ = LearnerProfile.objects.get_or_create(user=user)
-        return profile
+        return LearnerProfile(user=user)  # cached on the user as its profile
 
 
 def learner_today(*, learner, at: dt.datetime) -> dt.date:
