@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import re
 
-from django.conf import settings
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import ValidationError
-from rest_framework.fields import DateTimeField
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -28,6 +26,7 @@ from ..serializers import (
     ReviewCreateSerializer,
     ReviewSerializer,
     StatsSerializer,
+    due_items,
 )
 from ..services import reviews as review_services
 from .common import DETAIL, NOT_SCHEDULED, NOT_SCHEDULED_DETAIL, int_param
@@ -70,21 +69,7 @@ class DueView(APIView):
         rows = due.due_page(
             learner=request.user, today=today, offset=offset, limit=limit, count=paginator.count
         )
-        exercises = _bound_exercises(request, rows, today)
-        ladder_days = settings.STUDY_LADDER_DAYS
-        datetimes = _datetime_field()
-        results = []
-        for row in rows:
-            item = {
-                "card": _due_card(row, datetimes),
-                "step": row["step"],
-                "interval_days": ladder_days[row["step"]],
-                "due_on": row["due_on"],
-                "leech": row["leech"],
-            }
-            if row["card__kind"] == Card.Kind.EXERCISE:
-                item["exercise"] = exercises.get(row["card_id"])
-            results.append(item)
+        results = due_items(rows, exercises=_bound_exercises(request, rows, today))
         return Response(
             {
                 "today": today,
@@ -96,35 +81,8 @@ class DueView(APIView):
         )
 
 
-def _datetime_field() -> DateTimeField:
-    """``CardSerializer``'s datetime output, with the request's time zone looked up once."""
-    return DateTimeField(
-        default_timezone=timezone.get_current_timezone() if settings.USE_TZ else None
-    )
-
-
-def _due_card(row: dict, datetimes: DateTimeField) -> dict:
-    """The card object of ``CardSerializer`` from a due-page row, without a serializer pass."""
-    spec = row["card__exercise"]
-    return {
-        "id": row["card_id"],
-        "deck": row["card__deck__slug"],
-        "key": row["card__key"],
-        "kind": row["card__kind"],
-        "prompt": row["card__prompt"],
-        "answer": row["card__answer"],
-        "tags": row["tag_names"],
-        "exercise": None
-        if spec is None
-        else {"kind": spec.get("kind"), "params": spec.get("params") or {}},
-        "position": row["card__position"],
-        "active": row["card__is_active"],
-        "created_at": datetimes.to_representation(row["card__created_at"]),
-        "updated_at": datetimes.to_representation(row["card__updated_at"]),
-    }
-
-
 def _bound_exercises(request, rows, today) -> dict:
+    """Today's exercise of each exercise card on the page, bound by the service, serialized."""
     items = [
         services.DueExercise(
             card_id=row["card_id"],

@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from cards import services
 from cards.due import due_page, due_reviews
+from cards.lapses import leech_card_ids
 from cards.models import Card, Deck, ExerciseBinding, ReviewLog, ReviewState, Tag
-from cards.serializers import CardSerializer
+from cards.serializers import CardSerializer, DueItemSerializer, due_items
 from exercises.models import Exercise
 
 pytestmark = pytest.mark.django_db
@@ -154,6 +155,46 @@ def test_due_card_objects_equal_the_card_serializer(api, learner):
     for card in expected:
         assert by_id[card["id"]] == dict(card)
     assert by_id[expected[0]["id"]]["tags"] == ["heads", "masks"]
+
+
+def test_the_fast_renderer_equals_the_due_item_serializer(learner, settings):
+    """``serializers.due_items`` against ``DueItemSerializer`` over the ORM's due states."""
+    settings.STUDY_LEECH_LAPSES = 1
+    deck = make_deck("d", recall=3, exercise=1)
+    enrol(learner, deck)
+    first = deck.cards.order_by("id").first()
+    assert first is not None
+    services.review_record(learner=learner, card=first, result="fail", at=LATER)
+    today = LATER.date() + dt.timedelta(days=1)
+    rows = due_page(learner=learner, today=today, offset=0, limit=100)
+    exercises = {row["card_id"]: {"id": row["card_id"]} for row in rows}
+    rendered = due_items(rows, exercises=exercises)
+    states = list(due_reviews(learner=learner, today=today))
+    expected = DueItemSerializer(
+        [
+            {
+                "card": state.card,
+                "step": state.step,
+                "interval_days": settings.STUDY_LADDER_DAYS[state.step],
+                "due_on": state.due_on,
+                "leech": state.card_id in leech_card_ids(learner=learner),
+                **(
+                    {"exercise": exercises[state.card_id]}
+                    if state.card.kind == Card.Kind.EXERCISE
+                    else {}
+                ),
+            }
+            for state in states
+        ],
+        many=True,
+    ).data
+    assert len(rendered) == 4 and {item["leech"] for item in rendered} == {True, False}
+    assert sum("exercise" in item for item in rendered) == 1
+    # Only an exercise card's item carries "exercise" (the serializer would give null).
+    assert [
+        {k: v for k, v in item.items() if k != "exercise" or item["card"]["kind"] == "exercise"}
+        for item in expected
+    ] == [{**item, "due_on": item["due_on"].isoformat()} for item in rendered]
 
 
 def test_pages_links_and_a_page_past_the_end(api, learner):
