@@ -114,24 +114,32 @@ def _buried_due(*, learner, today: dt.date, horizon: dt.date) -> QuerySet[Review
 
 
 def due_count_query(*, learner, today: dt.date) -> QuerySet:
-    """``queue_states(...).count()`` of a learner who is not paused, as one row (none: 0).
+    """``queue_states(...).count()`` of a learner who is not paused, as one row of one column.
 
-    The state counts due by ``today`` less today's buried states. The counts table has a
-    row per due date and rung, so the cost follows the learner's days, not their cards.
+    The state counts due by ``today`` less today's buried states, read on the learner's
+    user row. The counts table has a row per due date and rung, so the cost follows the
+    learner's days, not their cards.
     """
+    counted = (
+        ReviewStateCount.objects.filter(Q(learner=OuterRef("pk")) & _due_by(today))
+        .order_by()
+        .values("learner_id")
+        .annotate(n=Sum("n"))
+        .values("n")
+    )
     buried = (
-        _buried_due(learner=learner, today=today, horizon=today)
+        _buried_due(learner=OuterRef("pk"), today=today, horizon=today)
         .order_by()
         .values("learner_id")
         .annotate(n=Count("*"))
         .values("n")
     )
     return (
-        ReviewStateCount.objects.filter(Q(learner=learner) & _due_by(today))
-        .order_by()
-        .values("learner_id")
+        get_user_model()
+        .objects.filter(pk=learner.pk)
         .annotate(
-            due=Sum("n") - Coalesce(Subquery(buried), 0, output_field=IntegerField()),
+            due=Coalesce(Subquery(counted), 0, output_field=IntegerField())
+            - Coalesce(Subquery(buried), 0, output_field=IntegerField())
         )
         .values("due")
     )
@@ -142,7 +150,7 @@ def due_count(*, learner, today: dt.date) -> int:
     if is_paused(learner=learner, today=today):
         return 0
     rows = _DUE_COUNT.rows(learner_id=learner.pk, today=today)
-    return int(rows[0][0]) if rows else 0
+    return int(rows[0][0]) if rows else 0  # no row: no such user
 
 
 def counted_states(
