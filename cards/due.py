@@ -15,8 +15,8 @@ is the two together. Everything else that says what is due derives from them:
   :func:`due_page_query` (``cards.db.compiled``);
 * :func:`due_count` and the forecast (:func:`counted_states`) sum ``ReviewStateCount``,
   the counts of scheduled states per due date, rung and suspension that the database
-  keeps, filtered by the same terms, and take off today's buried states read with
-  :func:`due_filter` itself;
+  keeps, filtered by the same terms (``_due_by``), and take off today's buried states,
+  read with those terms and ``_buried_on``;
 * the reminder pass counts with :func:`cards.db.queue.due_count_sql`.
 
 ``tests/cards/test_due_compiled.py`` and ``tests/cards/test_due_sql.py`` hold each of
