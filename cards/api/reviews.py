@@ -20,13 +20,13 @@ from studyapp.common.pagination import DuePagination
 
 from .. import anki, due, selectors, services, stats
 from ..models import Card, ReviewLog
+from ..renderers import due_items
 from ..serializers import (
     DueQueueSerializer,
     NotDueSerializer,
     ReviewCreateSerializer,
     ReviewSerializer,
     StatsSerializer,
-    due_items,
 )
 from ..services import reviews as review_services
 from .common import DETAIL, NOT_SCHEDULED, NOT_SCHEDULED_DETAIL, int_param

@@ -10,7 +10,8 @@ This module is the reminder pass's entry point; read it top to bottom from
    another in this process with :func:`send_due_reminders`):
 
    a. ``reminder_claims.due_groups``: the ``(timezone, day_starts_at, reminder_hour)``
-      groups among the chunk's recipients whose reminder is due now, each with its
+      groups among the chunk's recipients (reminders on, an active account, a confirmed
+      address: ``reminder_claims.recipients``) whose reminder is due now, each with its
       study day (``ladder.reminder_day``: when a reminder is due is said there);
    b. ``scheduling.groups_table``: up to ``GROUPS_PER_STATEMENT`` of them as a derived
       table, so each next step is one statement whatever the number of learners;
@@ -22,10 +23,6 @@ This module is the reminder pass's entry point; read it top to bottom from
    e. :func:`_send_claimed`, after each claim statement: send each claimed reminder
       (:func:`reminder_message`), renew the claims' lease while sending (:class:`_Lease`)
       and stamp ``sent_at`` on those sent (:class:`_Stamps`).
-
-Who is a recipient (reminders on, an active account, a confirmed address) and the
-claim statements are ``reminder_claims``; the derived tables and id ranges are shared
-with placement in ``scheduling``.
 
 Exactly once
     A pass claims reminders by inserting the unique ``Reminder(learner,

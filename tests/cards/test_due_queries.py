@@ -14,7 +14,8 @@ from cards import services
 from cards.due import due_page, due_reviews
 from cards.lapses import leech_card_ids
 from cards.models import Card, Deck, ExerciseBinding, ReviewLog, ReviewState, Tag
-from cards.serializers import CardSerializer, DueItemSerializer, due_items
+from cards.renderers import due_items
+from cards.serializers import CardSerializer, DueItemSerializer
 from exercises.models import Exercise
 
 pytestmark = pytest.mark.django_db
@@ -158,7 +159,7 @@ def test_due_card_objects_equal_the_card_serializer(api, learner):
 
 
 def test_the_fast_renderer_equals_the_due_item_serializer(learner, settings):
-    """``serializers.due_items`` against ``DueItemSerializer`` over the ORM's due states."""
+    """``renderers.due_items`` against ``DueItemSerializer`` over the ORM's due states."""
     settings.STUDY_LEECH_LAPSES = 1
     deck = make_deck("d", recall=3, exercise=1)
     enrol(learner, deck)
