@@ -58,6 +58,7 @@ from benchmarks.due_queue import (  # noqa: E402
     token_client,
 )
 from cards import selectors  # noqa: E402
+from cards.due import due_reviews  # noqa: E402
 from cards.management.commands.seed_load import synthetic_users  # noqa: E402
 from cards.models import ReviewState  # noqa: E402
 
@@ -181,9 +182,7 @@ class Submitter:
 
 def count_posts(counts: Counts, submit: Submitter, small_client: APIClient, probe, today) -> None:
     counts.post, counts.post_sql, _ = count_queries(submit())
-    small_due = list(
-        selectors.due_reviews(learner=probe, today=today).values_list("card_id", flat=True)[:1]
-    )
+    small_due = list(due_reviews(learner=probe, today=today).values_list("card_id", flat=True)[:1])
     counts.post_small, _, _ = count_queries(
         lambda: check(
             small_client.post(REVIEW_URL, {"card": small_due[0], "result": "pass"}, format="json"),

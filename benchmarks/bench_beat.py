@@ -172,10 +172,11 @@ def warm_up_mail() -> None:
     """Build one reminder first, so one-time imports do not count as the first size's memory."""
     from django.contrib.auth import get_user_model
 
-    from cards.services.reminders import Claim, reminder_message
+    from cards.services.reminder_claims import ReminderClaim
+    from cards.services.reminders import reminder_message
 
     learner = get_user_model()(username="warm-up", email="warm-up@bench.invalid")
-    claim = Claim(reminder_id=0, learner_id=0, study_day=AT.date(), due_count=1)
+    claim = ReminderClaim(reminder_id=0, learner_id=0, study_day=AT.date(), due_count=1)
     reminder_message(learner=learner, claim=claim).message().as_bytes()
 
 

@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
-from cards import selectors
+from cards import due
 from cards.management.commands.seed_load import EMAIL_DOMAIN, synthetic_decks, synthetic_users
 from cards.models import Card, Enrollment, ReviewState
 
@@ -119,7 +119,7 @@ def selector_sql(learner, today, page_size: int) -> list[str]:
     """The SQL that the due-queue selector issues for page 1: count, page, prefetch."""
 
     def run():
-        page = Paginator(selectors.due_reviews(learner=learner, today=today), page_size).page(1)
+        page = Paginator(due.due_reviews(learner=learner, today=today), page_size).page(1)
         return [state.card.tags.all() for state in page]
 
     with CaptureQueriesContext(connection) as ctx:

@@ -14,7 +14,7 @@ from django.utils.html import format_html
 from exercises.models import Attempt
 from studyapp.common.admin import ReadOnlyAdmin
 
-from . import anki, item_analysis, services
+from . import anki, item_analysis, lapses, services
 from .models import Card, CardAnalysis, Deck, Report, Tag
 
 
@@ -146,7 +146,7 @@ class ItemAnalysisAdmin(ReadOnlyAdmin):
             "pages": pages,
             "prev_url": page_url(page - 1) if page > 1 else None,
             "next_url": page_url(page + 1) if page < pages else None,
-            "leech_lapses": item_analysis.leech_lapses(),
+            "leech_lapses": lapses.leech_lapses(),
         }
         return TemplateResponse(request, "admin/cards/item_analysis.html", context)
 

@@ -13,11 +13,13 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import connection, transaction
 
 from exercises.checking import MISTAKES
 from exercises.kinds import KINDS
+
+from .db.analysis import analysis_tune, kind_figures_sql
+from .lapses import leech_lapses
 
 PAGE_SIZE = 50
 # Column name -> heading; every one is sortable.
@@ -33,22 +35,6 @@ COLUMNS = {
 }
 DEFAULT_ORDER = "-lapses"
 TOP_CELLS = 12
-WORK_MEM = "128MB"
-
-
-def leech_lapses() -> int:
-    return settings.STUDY_LEECH_LAPSES
-
-
-def _tune(cursor) -> None:
-    """PostgreSQL: memory to group a million (learner, card) pairs without spilling to
-    disk, and no JIT compilation (it costs more than it saves on one analytic statement).
-    Local to the transaction; one statement."""
-    if connection.vendor == "postgresql":
-        cursor.execute(
-            "SELECT set_config('work_mem', %s, true), set_config('jit', 'off', true)",
-            [WORK_MEM],
-        )
 
 
 @dataclass(frozen=True)
@@ -110,6 +96,7 @@ _CARD_FIGURES = """
             SELECT card_id, COUNT(*) AS learners, SUM(reviews) AS reviews, SUM(fails) AS lapses,
                    SUM(first_pass) AS first_pass, SUM(reviews) - COUNT(*) AS later,
                    SUM(passes) - SUM(first_pass) AS later_pass,
+                   -- cards.lapses.is_leech, with its threshold as the parameter
                    SUM(CASE WHEN fails >= %s THEN 1 ELSE 0 END) AS leeches
             FROM per_learner GROUP BY card_id
         ),
@@ -182,7 +169,8 @@ def card_analysis(
 
     ``learners`` counts those who reviewed the card; a review undone and its undo
     entry count nowhere. The first review is each learner's earliest remaining one;
-    a learner whose net fails reach ``STUDY_LEECH_LAPSES`` counts as a leech.
+    a learner whose net fails make a leech (:func:`cards.lapses.leech_lapses`) counts in
+    ``leeches``.
     """
     column = order.lstrip("-")
     if column not in COLUMNS:
@@ -193,7 +181,7 @@ def card_analysis(
     sql = _card_sql(where=where, sort=sort, direction=direction)
     all_params = [*params, leech_lapses(), False, limit, offset]
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        _tune(cursor)
+        analysis_tune(cursor)
         cursor.execute(sql, all_params)
         fetched = cursor.fetchall()
     if not fetched and offset:
@@ -207,47 +195,6 @@ def card_analysis(
 # --- Exercise kinds -----------------------------------------------------------------
 
 
-def _kind_sql() -> str:
-    base = "FROM exercises_attempt a JOIN exercises_exercise e ON e.id = a.exercise_id"
-    if connection.vendor == "postgresql":
-        diagnosis = (
-            "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.result->'diagnosis')"
-            " = 'array' THEN a.result->'diagnosis' ELSE '[]'::jsonb END) dg"
-        )
-        code = "dg.value->>'code'"
-        parts = (
-            "CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(a.result->'parts') = 'object'"
-            " THEN a.result->'parts' ELSE '{}'::jsonb END) p"
-        )
-        part_wrong = "p.value->>'correct' = 'false'"
-        cells = (
-            "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(p.value->'wrong_cells')"
-            " = 'array' THEN p.value->'wrong_cells' ELSE '[]'::jsonb END) cell"
-        )
-        cell = "cell.value::text"
-    else:
-        diagnosis = ", json_each(a.result, '$.diagnosis') dg"
-        code = "json_extract(dg.value, '$.code')"
-        parts = ", json_each(a.result, '$.parts') p"
-        part_wrong = "json_extract(p.value, '$.correct') = 0"
-        cells = ", json_each(p.value, '$.wrong_cells') cell"
-        cell = "cell.value"
-    return f"""
-        SELECT 'attempts', e.kind, '', '', COUNT(*) {base} GROUP BY e.kind
-        UNION ALL
-        SELECT 'correct', e.kind, '', '', COUNT(*) {base} WHERE a.correct = %s GROUP BY e.kind
-        UNION ALL
-        SELECT 'mistake', e.kind, {code}, '', COUNT(*) {base} {diagnosis}
-            GROUP BY e.kind, {code}
-        UNION ALL
-        SELECT 'part', e.kind, p.key, '', COUNT(*) {base} {parts} WHERE {part_wrong}
-            GROUP BY e.kind, p.key
-        UNION ALL
-        SELECT 'cell', e.kind, p.key, {cell}, COUNT(*) {base} {parts} {cells}
-            GROUP BY e.kind, p.key, {cell}
-    """
-
-
 def exercise_kind_analysis() -> list[dict]:
     """Per exercise kind: attempts, share correct, diagnosed mistakes and wrong cells.
 
@@ -255,8 +202,8 @@ def exercise_kind_analysis() -> list[dict]:
     ``[{name, wrong, cells: [{cell, count}]}]`` with the most often wrong cells.
     """
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        _tune(cursor)
-        cursor.execute(_kind_sql(), [True])
+        analysis_tune(cursor)
+        cursor.execute(kind_figures_sql(), [True])
         fetched = cursor.fetchall()
     kinds: dict[str, dict] = defaultdict(
         lambda: {"attempts": 0, "correct": 0, "mistakes": [], "parts": {}}

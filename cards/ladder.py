@@ -87,6 +87,24 @@ def reminder_day(
     return None
 
 
+def pause_end(start: dt.date | None, days: int) -> dt.date | None:
+    """The first study day after a pause of ``days`` days from ``start``, or None without one.
+
+    A pause covers the study days ``[start, pause_end)``: no card falls due in it, no
+    reminder goes out, and a day in it never breaks a streak. No ``start``, or no days
+    (a pause ended on the day it began), is no pause.
+    """
+    if start is None or days <= 0:
+        return None
+    return start + dt.timedelta(days=days)
+
+
+def in_pause(day: dt.date, start: dt.date | None, days: int) -> bool:
+    """Whether study day ``day`` falls inside the pause of ``days`` days from ``start``."""
+    end = pause_end(start, days)
+    return start is not None and end is not None and start <= day < end
+
+
 @dataclass(frozen=True)
 class Schedule:
     step: int
@@ -125,14 +143,14 @@ def streak_days(
     *,
     today: dt.date,
     still_due: dt.date | None,
-    pause: tuple[dt.date, dt.date] | None = None,
+    pause: tuple[dt.date | None, int] | None = None,
 ) -> int:
     """Consecutive study days with a review, ending today (or yesterday while today is open).
 
     ``days`` maps each study day with reviews (net of undos) to the earliest
     ``due_before`` among them: every card reviewed that day had waited since then.
     ``still_due`` is the earliest due date of a card not yet reviewed, ``pause`` the
-    study days ``[start, end)`` of the learner's pause.
+    learner's pause as ``(start, days)`` (:func:`in_pause`).
 
     A day without reviews is skipped, not a break, when nothing was due on it: on a
     paused day, or when no card was waiting (``still_due`` after it, and every later
@@ -150,7 +168,7 @@ def streak_days(
         if day in days:
             streak += 1
             waiting_since = _earliest((days[day],), waiting_since)
-        elif day != today and not (pause is not None and pause[0] <= day < pause[1]):
+        elif day != today and not (pause is not None and in_pause(day, *pause)):
             waited = (still_due is not None and still_due <= day) or (
                 waiting_since is not None and waiting_since <= day
             )

@@ -233,6 +233,7 @@ class CardSerializer(serializers.ModelSerializer):
         return services.card_update(card=instance, tags=tags, **validated_data)
 
 
+# reviews/due/ renders this with cards.renderers.due_items (a test holds the two equal).
 class DueItemSerializer(serializers.Serializer):
     card = CardSerializer()
     step = serializers.IntegerField()

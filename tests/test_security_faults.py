@@ -356,12 +356,12 @@ def test_playground_requests_in_parallel_wait_for_a_slot(settings):
 
 @pytest.mark.django_db
 def test_a_database_error_mid_request_is_503_with_retry_after(api, monkeypatch):
-    from cards import selectors
+    from cards import stats
 
     def gone(*args, **kwargs):
         raise OperationalError("server closed the connection unexpectedly")
 
-    monkeypatch.setattr(selectors, "learner_stats", gone)
+    monkeypatch.setattr(stats, "learner_stats", gone)
     response = api.get("/api/v1/stats/")
     assert response.status_code == 503
     assert int(response["Retry-After"]) > 0

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import re
 
-from django.conf import settings
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import ValidationError
-from rest_framework.fields import DateTimeField
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -20,8 +18,9 @@ from exercises.serializers import ExerciseSerializer
 from studyapp.common.ids import parse_id
 from studyapp.common.pagination import DuePagination
 
-from .. import anki, selectors, services
+from .. import anki, due, selectors, services, stats
 from ..models import Card, ReviewLog
+from ..renderers import due_items
 from ..serializers import (
     DueQueueSerializer,
     NotDueSerializer,
@@ -66,27 +65,11 @@ class DueView(APIView):
     def get(self, request):
         today = selectors.learner_today(learner=request.user, at=timezone.now())
         paginator = DuePagination()
-        offset, limit = paginator.start(
-            request, selectors.due_count(learner=request.user, today=today)
-        )
-        rows = selectors.due_page(
+        offset, limit = paginator.start(request, due.due_count(learner=request.user, today=today))
+        rows = due.due_page(
             learner=request.user, today=today, offset=offset, limit=limit, count=paginator.count
         )
-        exercises = _bound_exercises(request, rows, today)
-        ladder_days = settings.STUDY_LADDER_DAYS
-        datetimes = _datetime_field()
-        results = []
-        for row in rows:
-            item = {
-                "card": _due_card(row, datetimes),
-                "step": row["step"],
-                "interval_days": ladder_days[row["step"]],
-                "due_on": row["due_on"],
-                "leech": row["leech"],
-            }
-            if row["card__kind"] == Card.Kind.EXERCISE:
-                item["exercise"] = exercises.get(row["card_id"])
-            results.append(item)
+        results = due_items(rows, exercises=_bound_exercises(request, rows, today))
         return Response(
             {
                 "today": today,
@@ -98,35 +81,8 @@ class DueView(APIView):
         )
 
 
-def _datetime_field() -> DateTimeField:
-    """``CardSerializer``'s datetime output, with the request's time zone looked up once."""
-    return DateTimeField(
-        default_timezone=timezone.get_current_timezone() if settings.USE_TZ else None
-    )
-
-
-def _due_card(row: dict, datetimes: DateTimeField) -> dict:
-    """The card object of ``CardSerializer`` from a due-page row, without a serializer pass."""
-    spec = row["card__exercise"]
-    return {
-        "id": row["card_id"],
-        "deck": row["card__deck__slug"],
-        "key": row["card__key"],
-        "kind": row["card__kind"],
-        "prompt": row["card__prompt"],
-        "answer": row["card__answer"],
-        "tags": row["tag_names"],
-        "exercise": None
-        if spec is None
-        else {"kind": spec.get("kind"), "params": spec.get("params") or {}},
-        "position": row["card__position"],
-        "active": row["card__is_active"],
-        "created_at": datetimes.to_representation(row["card__created_at"]),
-        "updated_at": datetimes.to_representation(row["card__updated_at"]),
-    }
-
-
 def _bound_exercises(request, rows, today) -> dict:
+    """Today's exercise of each exercise card on the page, bound by the service, serialized."""
     items = [
         services.DueExercise(
             card_id=row["card_id"],
@@ -241,7 +197,7 @@ class StatsView(APIView):
     def get(self, request):
         today = selectors.learner_today(learner=request.user, at=timezone.now())
         return Response(
-            StatsSerializer(selectors.learner_stats(learner=request.user, today=today)).data
+            StatsSerializer(stats.learner_stats(learner=request.user, today=today)).data
         )
 
 

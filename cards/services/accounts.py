@@ -25,6 +25,7 @@ from rest_framework.authtoken.models import Token
 from .. import selectors
 from ..models import LearnerProfile
 from . import privacy
+from .profiles import profile_ensure
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ def profile_update(
 
 @transaction.atomic
 def _profile_save(*, user: Any, email_changes: bool, fields: dict[str, Any]) -> LearnerProfile:
-    profile = selectors.learner_profile(user)
+    profile = profile_ensure(user)
     changed = [name for name in PROFILE_FIELDS if name in fields]
     for name in changed:
         setattr(profile, name, fields[name])

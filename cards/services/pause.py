@@ -8,8 +8,9 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F, Q
 
-from .. import selectors
+from .. import ladder
 from ..models import LearnerProfile, ReviewState
+from .profiles import profile_ensure
 
 MAX_PAUSE_DAYS = 90
 
@@ -37,10 +38,10 @@ def pause_begin(*, learner: Any, start: dt.date, days: int, today: dt.date) -> L
         raise ValueError("start")
     if not 1 <= days <= MAX_PAUSE_DAYS:
         raise ValueError("days")
-    profile = selectors.learner_profile(learner)
+    profile = profile_ensure(learner)
     # Free to pause when there is no pause, or the last one has ended by today.
     free = Q(pause_start__isnull=True) | Q(pause_days=0)
-    end = selectors.pause_end(profile)
+    end = ladder.pause_end(profile.pause_start, profile.pause_days)
     if end is not None and end <= today:
         free |= Q(pause_start=profile.pause_start, pause_days=profile.pause_days)
     claimed = LearnerProfile.objects.filter(free, pk=profile.pk).update(
@@ -60,8 +61,8 @@ def pause_finish(*, learner: Any, today: dt.date) -> tuple[dt.date, int]:
     Returns ``(start, days_used)``. A pause that has already run its course cannot
     be ended.
     """
-    profile = selectors.learner_profile(learner)
-    end = selectors.pause_end(profile)
+    profile = profile_ensure(learner)
+    end = ladder.pause_end(profile.pause_start, profile.pause_days)
     start, days = profile.pause_start, profile.pause_days
     if end is None or start is None or end <= today:
         raise PauseRefused("You have no pause to end.")

@@ -1,5 +1,6 @@
 """Who is due a daily review reminder, and claiming reminders: one row per learner and
-study day, inserted (or taken over) by exactly one pass. Sending is ``reminders``.
+study day, inserted (or taken over) by exactly one pass. The pass starts, and sends,
+in ``reminders`` (its docstring walks every step).
 
 When a reminder is due
     A learner's study day ``D`` starts at local ``day_starts_at`` o'clock. Its
@@ -15,8 +16,9 @@ When a reminder is due
     repeated hour in the autumn sends once. (A reminder hour that is skipped and
     also the last hour before the day starts has no instant in that study day;
     that one reminder is not sent.) A learner gets a reminder only with
-    ``reminders`` on, an e-mail address, an active account, and at least one
-    card due on ``D`` (active card, enrolled deck, ``due_on <= D``).
+    ``reminders`` on, a confirmed e-mail address, an active account, and at least
+    one card in the due queue on ``D`` (``cards.due.queue_states``: none while the
+    learner's pause covers ``D``).
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import F, QuerySet
 
+from ..db.queue import due_count_sql, in_pause_sql
 from ..ladder import reminder_day
 from ..models import LearnerProfile
 from .scheduling import zone_or_utc
 
 
 @dataclass(frozen=True)
-class Claim:
+class ReminderClaim:
     reminder_id: int
     learner_id: int
     study_day: dt.date
@@ -86,40 +89,10 @@ def due_groups(*, at: dt.datetime, after: int = 0, up_to: int | None = None) -> 
     return groups
 
 
-def _due_count_sql(learner: str, day: str) -> str:
-    """SQL counting what :func:`cards.selectors.due_count` counts; one parameter (True).
-
-    The queue of :func:`cards.selectors.queue_states` on ``day``: scheduled states
-    (active card, enrolled deck) due on or before it, not suspended, not buried that
-    day, and none while the learner's pause covers it. The number the e-mail gives;
-    the queue's partial index serves it.
-    """
-    return f"""(
-        SELECT COUNT(*) FROM cards_reviewstate s
-        WHERE s.learner_id = {learner} AND s.scheduled = %s AND NOT s.suspended
-          AND s.due_on <= {day}
-          AND (s.buried_on IS NULL OR s.buried_on <> {day})
-          AND NOT EXISTS (
-              SELECT 1 FROM cards_learnerprofile pp
-              WHERE pp.user_id = {learner} AND {_paused_sql("pp", day)}
-          )
-    )"""
-
-
-def _paused_sql(profile: str, day: str) -> str:
-    """True when ``day`` falls inside the learner's pause: no reminders then."""
-    if connection.vendor == "sqlite":
-        end = f"date({profile}.pause_start, '+' || {profile}.pause_days || ' days')"
-    else:
-        end = f"({profile}.pause_start + {profile}.pause_days)"
-    return f"""({profile}.pause_start IS NOT NULL
-        AND {profile}.pause_start <= {day} AND {day} < {end})"""
-
-
-def _as_claims(rows: Sequence[Sequence[Any]]) -> list[Claim]:
+def _as_claims(rows: Sequence[Sequence[Any]]) -> list[ReminderClaim]:
     # SQLite hands dates back as ISO strings from a raw cursor.
     return [
-        Claim(
+        ReminderClaim(
             reminder_id=row[0],
             learner_id=row[1],
             study_day=row[2] if isinstance(row[2], dt.date) else dt.date.fromisoformat(row[2]),
@@ -131,7 +104,7 @@ def _as_claims(rows: Sequence[Sequence[Any]]) -> list[Claim]:
 
 def claim_new(
     *, table: str, table_params: list[Any], at: dt.datetime, after: int, up_to: int | None
-) -> list[Claim]:
+) -> list[ReminderClaim]:
     ops = connection.ops
     user_table = get_user_model()._meta.db_table
     upper = "AND p.user_id <= %s" if up_to is not None else ""
@@ -139,14 +112,14 @@ def claim_new(
         INSERT INTO cards_reminder (learner_id, study_day, due_count, sent_at, created_at)
         SELECT learner_id, study_day, due_count, NULL, %s FROM (
             SELECT p.user_id AS learner_id, g.study_day AS study_day,
-                {_due_count_sql("p.user_id", "g.study_day")} AS due_count
+                {due_count_sql("p.user_id", "g.study_day")} AS due_count
             FROM cards_learnerprofile p
             JOIN {user_table} u ON u.id = p.user_id
             JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
                 AND g.hour = p.reminder_hour
             WHERE p.reminders = %s AND u.is_active = %s AND u.email <> '' AND p.confirmed_email = u.email
               AND p.user_id > %s {upper}
-              AND NOT {_paused_sql("p", "g.study_day")}
+              AND NOT {in_pause_sql("p", "g.study_day")}
               AND NOT EXISTS (
                   SELECT 1 FROM cards_reminder r
                   WHERE r.learner_id = p.user_id AND r.study_day = g.study_day
@@ -172,7 +145,7 @@ def reclaim_stale(
     retry_after: dt.timedelta,
     after: int = 0,
     up_to: int | None = None,
-) -> list[Claim]:
+) -> list[ReminderClaim]:
     """Take over claims left unsent for ``retry_after``, for reminders still due today.
 
     The condition on ``created_at`` is re-checked under the row lock, so of two
@@ -186,10 +159,10 @@ def reclaim_stale(
     upper = "AND cards_reminder.learner_id <= %s" if up_to is not None else ""
     sql = f"""
         UPDATE cards_reminder
-        SET created_at = %s, due_count = {_due_count_sql(learner, day)}
+        SET created_at = %s, due_count = {due_count_sql(learner, day)}
         WHERE sent_at IS NULL AND created_at < %s
           AND cards_reminder.learner_id > %s {upper}
-          AND {_due_count_sql(learner, day)} > 0
+          AND {due_count_sql(learner, day)} > 0
           AND EXISTS (
               SELECT 1 FROM cards_learnerprofile p
               JOIN {user_table} u ON u.id = p.user_id

@@ -1,6 +1,28 @@
 """Daily review reminders by e-mail: at most one per learner per study day.
 
-Who is due a reminder, and the claims, are in ``reminder_claims``; this module sends.
+This module is the reminder pass's entry point; read it top to bottom from
+:func:`send_due_reminders`. The pass, step by step:
+
+1. :func:`reminder_chunks` (the beat task ``send_due_reminders`` in ``cards/tasks.py``):
+   nothing while no group's reminder hour has come; otherwise the recipients' ids cut
+   into ranges of ~500 (``scheduling.id_ranges``), one chunk task each.
+2. :func:`send_reminders_chunk`, for one range of learners (a worker each, or one after
+   another in this process with :func:`send_due_reminders`):
+
+   a. ``reminder_claims.due_groups``: the ``(timezone, day_starts_at, reminder_hour)``
+      groups among the chunk's recipients (reminders on, an active account, a confirmed
+      address: ``reminder_claims.recipients``) whose reminder is due now, each with its
+      study day (``ladder.reminder_day``: when a reminder is due is said there);
+   b. ``scheduling.groups_table``: up to ``GROUPS_PER_STATEMENT`` of them as a derived
+      table, so each next step is one statement whatever the number of learners;
+   c. ``reminder_claims.reclaim_stale``: take over the claims a crashed pass left
+      unsent, counting the due cards afresh;
+   d. ``reminder_claims.claim_new``: claim a reminder for every recipient of those
+      groups with a card due (the count is ``cards.db.queue.due_count_sql``, the due
+      queue of ``cards.due`` in SQL) and none claimed yet for the day;
+   e. :func:`_send_claimed`, after each claim statement: send each claimed reminder
+      (:func:`reminder_message`), renew the claims' lease while sending (:class:`_Lease`)
+      and stamp ``sent_at`` on those sent (:class:`_Stamps`).
 
 Exactly once
     A pass claims reminders by inserting the unique ``Reminder(learner,
@@ -43,7 +65,7 @@ from django.urls import reverse
 
 from ..metrics import REMINDERS_SENT
 from ..models import Reminder
-from .reminder_claims import Claim, claim_new, due_groups, recipients, reclaim_stale
+from .reminder_claims import ReminderClaim, claim_new, due_groups, recipients, reclaim_stale
 from .scheduling import groups_table, id_ranges
 
 logger = logging.getLogger(__name__)
@@ -94,7 +116,7 @@ class ReminderTemplates:
 def reminder_message(
     *,
     learner: Any,
-    claim: Claim,
+    claim: ReminderClaim,
     mail_connection: Any = None,
     templates: ReminderTemplates | None = None,
 ) -> EmailMessage:
@@ -155,7 +177,9 @@ def _stamp(reminder_ids: list[int], *, at: dt.datetime) -> None:
         Reminder.objects.filter(pk__in=reminder_ids, sent_at__isnull=True).update(sent_at=at)
 
 
-def _send_one(mail: Any, *, learner: Any, claim: Claim, templates: ReminderTemplates) -> bool:
+def _send_one(
+    mail: Any, *, learner: Any, claim: ReminderClaim, templates: ReminderTemplates
+) -> bool:
     """Hand one reminder to the mail server; False (logged, connection closed) if that failed."""
     try:
         mail.open()  # a no-op while open; reconnects after a failed send
@@ -187,7 +211,7 @@ class _Lease:
     every: dt.timedelta
     held: set[int]
 
-    def renew(self, pending: Sequence[Claim], now: dt.datetime) -> None:
+    def renew(self, pending: Sequence[ReminderClaim], now: dt.datetime) -> None:
         """Past ``every`` since the last renewal, move the lease of ``pending`` to ``now``."""
         if now - self.at >= self.every:
             ids = [c.reminder_id for c in pending if c.reminder_id in self.held]
@@ -230,8 +254,8 @@ class _Stamps:
         self.since = None
 
 
-def _deliver(
-    claims: list[Claim],
+def _send_claimed(
+    claims: list[ReminderClaim],
     *,
     lease: dt.datetime,
     clock: Clock,
@@ -337,12 +361,12 @@ def send_reminders_chunk(
             after=after,
             up_to=up_to,
         )
-        sent += _deliver(stale, lease=lease, clock=clock, retry_after=retry_after)
+        sent += _send_claimed(stale, lease=lease, clock=clock, retry_after=retry_after)
         lease = clock()
         claims = claim_new(
             table=table, table_params=table_params, at=lease, after=after, up_to=up_to
         )
-        sent += _deliver(claims, lease=lease, clock=clock, retry_after=retry_after)
+        sent += _send_claimed(claims, lease=lease, clock=clock, retry_after=retry_after)
     return sent
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from exercises.models import Exercise
 
-from .. import selectors
+from ..due import due_reviews
 from ..models import Card, ReviewState
 from .exercise_reviews import exercise_for_review
 
@@ -34,7 +34,7 @@ def next_reviewable(*, learner: Any, today: dt.date) -> NextReview:
     cards are passed over (counted in ``skipped``) while anything else is due; alone,
     the first of them is shown as it is.
     """
-    due = selectors.due_reviews(learner=learner, today=today)
+    due = due_reviews(learner=learner, today=today)
     first: ReviewState | None = None
     skipped = 0
     while True:

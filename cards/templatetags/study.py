@@ -17,6 +17,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from cards import selectors
+from cards.due import due_count, due_reviews
 from cards.models import Card
 
 register = template.Library()
@@ -58,7 +59,7 @@ def nav_due_count(context) -> int:
     cached = getattr(request, "_study_due_count", None)
     if cached is None:
         today = selectors.learner_today(learner=user, at=timezone.now())
-        cached = selectors.due_count(learner=user, today=today)
+        cached = due_count(learner=user, today=today)
         request._study_due_count = cached
     return cached
 
@@ -286,7 +287,7 @@ def offline_review_cards(context) -> list:
     if request is None or state is None or today is None:
         return []
     due = (
-        selectors.due_reviews(learner=request.user, today=today)
+        due_reviews(learner=request.user, today=today)
         .exclude(card__kind=Card.Kind.EXERCISE)
         .exclude(pk=state.pk)
         .prefetch_related(None)  # one query whatever is due; the label leaves tags out

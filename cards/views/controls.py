@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from studyapp.common.ids import parse_id
 
-from .. import selectors, services
+from .. import lapses, selectors, services
 from ..forms import ReportForm
 from ..models import ReviewLog
 from .common import form_problems, study_today
@@ -98,7 +98,7 @@ def card_notes(request: HttpRequest, pk: int) -> HttpResponse:
         {
             "card": card,
             "state": state,
-            "leech": card.pk in selectors.leech_card_ids(learner=request.user, card_ids=[card.pk]),
+            "leech": card.pk in lapses.leech_card_ids(learner=request.user, card_ids=[card.pk]),
             "report_form": ReportForm(initial={"card": card.pk}),
         },
     )

@@ -11,8 +11,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from .. import selectors, services
+from .. import due, selectors, services
 from ..models import Deck
+from ..stats import learner_stats
 from .common import study_today
 
 HISTORY_WEEKS = 26
@@ -23,7 +24,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         return render(request, "cards/landing.html")
     learner = request.user
     today = study_today(learner)
-    stats = selectors.learner_stats(learner=learner, today=today)
+    stats = learner_stats(learner=learner, today=today)
     history_start = (
         today - dt.timedelta(days=today.weekday()) - dt.timedelta(weeks=HISTORY_WEEKS - 1)
     )
@@ -37,7 +38,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "decks": selectors.decks_for(learner=learner),
             "calendar": calendar,
             "history_weeks": HISTORY_WEEKS,
-            "next_due_on": selectors.next_due_on(learner=learner),
+            "next_due_on": due.next_due_on(learner=learner),
             "busy_forecast": [day for day in stats["forecast"] if day["count"]],
             "suspended": selectors.suspended_states(learner=learner),
         },

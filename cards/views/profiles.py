@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from .. import selectors, services
+from .. import due, ladder, selectors, services
 from ..forms import AccountDeleteForm, PauseForm, ProfileForm
 from ..models import LearnerProfile
 from ..services import accounts as account_services
@@ -42,8 +42,8 @@ def profile(request: HttpRequest) -> HttpResponse:
             **_account_context(request.user, current),
             # Study controls: the pause and the learner's reports.
             "pause_form": PauseForm(initial={"start": today, "days": 7}),
-            "pause_end": selectors.pause_end(current),
-            "paused_now": selectors.is_paused(learner=request.user, today=today),
+            "pause_end": ladder.pause_end(current.pause_start, current.pause_days),
+            "paused_now": due.is_paused(learner=request.user, today=today),
             "reports": selectors.reports_of(learner=request.user).select_related("card")[:20],
         },
         status=400 if form.errors else 200,

@@ -18,16 +18,16 @@ from exercises import views as exercise_views
 from exercises.checking import AnswerError
 from exercises.models import Exercise
 
-from .. import selectors, services
+from .. import due, lapses, selectors, services
 from ..forms import ReportForm, ReviewForm
 from ..models import Card
 from ..services.review_page import next_reviewable
 from .common import form_problems, study_today
 
 
-def _session_progress(learner, today: dt.date, due: int) -> dict:
+def _session_progress(learner, today: dt.date, due_count: int) -> dict:
     done = selectors.review_calendar(learner=learner, start=today, end=today).get(today, 0)
-    return {"position": done + 1, "total": done + due, "done": done}
+    return {"position": done + 1, "total": done + due_count, "done": done}
 
 
 @login_required
@@ -45,11 +45,11 @@ def review(request: HttpRequest) -> HttpResponse:
             "cards/review_done.html",
             {
                 "today": today,
-                "next_due_on": selectors.next_due_on(learner=learner),
+                "next_due_on": due.next_due_on(learner=learner),
                 **controls_context(learner, today),
             },
         )
-    count = selectors.due_count(learner=learner, today=today)
+    count = due.due_count(learner=learner, today=today)
     context = {"state": state, "card": state.card, "today": today, "due": count}
     context.update(_session_progress(learner, today, count))
     if state.card.kind == Card.Kind.EXERCISE:
@@ -155,7 +155,7 @@ def controls_context(learner, today: dt.date, card=None, exercise=None) -> dict:
         "undo_review": services.latest_undoable(learner=learner, today=today)
     }
     if card is not None:
-        context["leech"] = card.pk in selectors.leech_card_ids(learner=learner, card_ids=[card.pk])
+        context["leech"] = card.pk in lapses.leech_card_ids(learner=learner, card_ids=[card.pk])
         context["report_form"] = ReportForm(
             initial={"card": card.pk, "exercise": exercise.pk if exercise else None}
         )

@@ -10,7 +10,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
 
-from cards import selectors
+from cards import due
 from cards.models import (
     Card,
     Deck,
@@ -182,7 +182,7 @@ def test_a_retried_reminder_gives_the_count_due_at_the_retry(deck, make_learner,
     assert send_due_reminders(at=REMIND_AT + dt.timedelta(minutes=15), retry_after=RETRY_AFTER) == 1
 
     [message] = mail.outbox
-    assert selectors.due_count(learner=learner, today=MON) == 1
+    assert due.due_count(learner=learner, today=MON) == 1
     assert message.subject == "1 card due for review today"
     assert Reminder.objects.get(learner=learner).due_count == 1
 

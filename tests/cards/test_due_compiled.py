@@ -1,7 +1,7 @@
 """The due queue and token authentication run SQL compiled once: same rows as the ORM.
 
-``cards.db.compiled.CompiledQuery`` compiles ``queue_states``, ``due_page_query`` and the
-token query once per connection with stand-in values; these tests hold the compiled
+``cards.db.compiled.CompiledQuery`` compiles ``due_count_query``, ``due_page_query`` (both
+in ``cards.due``) and the token query once per connection with stand-in values; these tests hold the compiled
 path to the querysets it comes from, on whichever database the suite runs.
 """
 
@@ -17,7 +17,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
-from cards import selectors
+from cards import due
 from cards.authentication import token_query, token_with_profile
 from cards.db.compiled import CompiledQuery
 from cards.models import Card, Deck, ExerciseBinding, LearnerProfile, ReviewLog, ReviewState, Tag
@@ -95,19 +95,19 @@ def queue(make_user, settings):
 
 
 def orm_page(learner, today, offset, limit):
-    rows = list(selectors.due_page_query(learner=learner, today=today)[offset : offset + limit])
-    if selectors.is_paused(learner=learner, today=today):
+    rows = list(due.due_page_query(learner=learner, today=today)[offset : offset + limit])
+    if due.is_paused(learner=learner, today=today):
         rows = []
-    return selectors.due_page_rows(rows)
+    return due.due_page_rows(rows)
 
 
 @pytest.mark.parametrize("today", [TODAY, TODAY + dt.timedelta(days=1), TODAY - dt.timedelta(10)])
 def test_compiled_count_and_pages_equal_the_orm(queue, today):
     for learner in queue:
-        count = selectors.queue_states(learner=learner, today=today).count()
-        assert selectors.due_count(learner=learner, today=today) == count
+        count = due.queue_states(learner=learner, today=today).count()
+        assert due.due_count(learner=learner, today=today) == count
         for offset, limit in [(0, 20), (0, 100), (5, 7), (20, 20), (count - 3, 20), (count, 5)]:
-            compiled = selectors.due_page(
+            compiled = due.due_page(
                 learner=learner, today=today, offset=max(offset, 0), limit=limit, count=count
             )
             assert compiled == orm_page(learner, today, max(offset, 0), limit), (offset, limit)
@@ -115,7 +115,7 @@ def test_compiled_count_and_pages_equal_the_orm(queue, today):
 
 def test_the_fixture_covers_what_the_queue_leaves_out_and_flags(queue):
     alice, _ = queue
-    rows = selectors.due_page(learner=alice, today=TODAY, offset=0, limit=100)
+    rows = due.due_page(learner=alice, today=TODAY, offset=0, limit=100)
     prompts = {row["card__prompt"] for row in rows}
     assert {"P2", "P3", "P5"}.isdisjoint(prompts)  # suspended, buried today, unscheduled
     assert "P4" in prompts  # buried yesterday
@@ -135,16 +135,16 @@ def test_a_paused_learner_has_an_empty_queue_on_both_paths(queue):
         user=alice, defaults={"pause_start": TODAY - dt.timedelta(days=1), "pause_days": 5}
     )
     alice.refresh_from_db()
-    assert selectors.queue_states(learner=alice, today=TODAY).count() == 0
-    assert selectors.due_count(learner=alice, today=TODAY) == 0
-    assert selectors.due_page(learner=alice, today=TODAY, offset=0, limit=20) == []
+    assert due.queue_states(learner=alice, today=TODAY).count() == 0
+    assert due.due_count(learner=alice, today=TODAY) == 0
+    assert due.due_page(learner=alice, today=TODAY, offset=0, limit=20) == []
 
 
 def test_each_query_is_one_statement_with_the_values_bound(queue):
     alice, bob = queue
     with CaptureQueriesContext(connection) as ctx:
-        selectors.due_count(learner=alice, today=TODAY)
-        selectors.due_page(learner=bob, today=TODAY, offset=0, limit=20)
+        due.due_count(learner=alice, today=TODAY)
+        due.due_page(learner=bob, today=TODAY, offset=0, limit=20)
     assert len(ctx.captured_queries) == 2
     count_sql, page_sql = (q["sql"] for q in ctx.captured_queries)
     assert str(alice.pk) in count_sql and "2026-03-04" in count_sql

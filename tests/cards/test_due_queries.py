@@ -10,9 +10,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from cards import selectors, services
+from cards import services
+from cards.due import due_page, due_reviews
+from cards.lapses import leech_card_ids
 from cards.models import Card, Deck, ExerciseBinding, ReviewLog, ReviewState, Tag
-from cards.serializers import CardSerializer
+from cards.renderers import due_items
+from cards.serializers import CardSerializer, DueItemSerializer
 from exercises.models import Exercise
 
 pytestmark = pytest.mark.django_db
@@ -155,6 +158,46 @@ def test_due_card_objects_equal_the_card_serializer(api, learner):
     assert by_id[expected[0]["id"]]["tags"] == ["heads", "masks"]
 
 
+def test_the_fast_renderer_equals_the_due_item_serializer(learner, settings):
+    """``renderers.due_items`` against ``DueItemSerializer`` over the ORM's due states."""
+    settings.STUDY_LEECH_LAPSES = 1
+    deck = make_deck("d", recall=3, exercise=1)
+    enrol(learner, deck)
+    first = deck.cards.order_by("id").first()
+    assert first is not None
+    services.review_record(learner=learner, card=first, result="fail", at=LATER)
+    today = LATER.date() + dt.timedelta(days=1)
+    rows = due_page(learner=learner, today=today, offset=0, limit=100)
+    exercises = {row["card_id"]: {"id": row["card_id"]} for row in rows}
+    rendered = due_items(rows, exercises=exercises)
+    states = list(due_reviews(learner=learner, today=today))
+    expected = DueItemSerializer(
+        [
+            {
+                "card": state.card,
+                "step": state.step,
+                "interval_days": settings.STUDY_LADDER_DAYS[state.step],
+                "due_on": state.due_on,
+                "leech": state.card_id in leech_card_ids(learner=learner),
+                **(
+                    {"exercise": exercises[state.card_id]}
+                    if state.card.kind == Card.Kind.EXERCISE
+                    else {}
+                ),
+            }
+            for state in states
+        ],
+        many=True,
+    ).data
+    assert len(rendered) == 4 and {item["leech"] for item in rendered} == {True, False}
+    assert sum("exercise" in item for item in rendered) == 1
+    # Only an exercise card's item carries "exercise" (the serializer would give null).
+    assert [
+        {k: v for k, v in item.items() if k != "exercise" or item["card"]["kind"] == "exercise"}
+        for item in expected
+    ] == [{**item, "due_on": item["due_on"].isoformat()} for item in rendered]
+
+
 def test_pages_links_and_a_page_past_the_end(api, learner):
     enrol(learner, make_deck("d", recall=5))
     with time_machine.travel(LATER, tick=False):
@@ -216,12 +259,10 @@ def test_the_selector_page_matches_the_queryset_order(learner):
     enrol(learner, deck)
     today = dt.date(2026, 3, 10)
     ReviewState.objects.filter(card__position__in=[2, 5]).update(due_on=dt.date(2026, 3, 1))
-    rows = selectors.due_page(learner=learner, today=today, offset=0, limit=100)
-    expected = list(
-        selectors.due_reviews(learner=learner, today=today).values_list("card_id", flat=True)
-    )
+    rows = due_page(learner=learner, today=today, offset=0, limit=100)
+    expected = list(due_reviews(learner=learner, today=today).values_list("card_id", flat=True))
     assert [row["card_id"] for row in rows] == expected
-    tail = selectors.due_page(learner=learner, today=today, offset=5, limit=100)
+    tail = due_page(learner=learner, today=today, offset=5, limit=100)
     assert [row["card_id"] for row in tail] == expected[5:]
 
 
@@ -231,12 +272,10 @@ def test_pages_read_from_the_end_match_pages_read_from_the_start(learner, size):
     enrol(learner, deck)
     today = dt.date(2026, 3, 10)
     ReviewState.objects.filter(card__position__in=[3, 7, 8]).update(due_on=dt.date(2026, 3, 1))
-    expected = list(
-        selectors.due_reviews(learner=learner, today=today).values_list("card_id", flat=True)
-    )
+    expected = list(due_reviews(learner=learner, today=today).values_list("card_id", flat=True))
     pages = []
     for offset in range(0, 11, size):
-        rows = selectors.due_page(learner=learner, today=today, offset=offset, limit=size, count=11)
+        rows = due_page(learner=learner, today=today, offset=offset, limit=size, count=11)
         assert len(rows) == min(size, 11 - offset)
         pages.extend(row["card_id"] for row in rows)
     assert pages == expected

@@ -94,3 +94,31 @@ def test_study_day_rejects_naive_datetimes_and_bad_hours():
         ladder.study_day(dt.datetime(2026, 1, 1, 12), "UTC", 4)
     with pytest.raises(ValueError):
         ladder.study_day(at(2026, 1, 1, 12), "UTC", 24)
+
+
+P0 = dt.date(2026, 7, 1)
+
+
+@pytest.mark.parametrize(
+    ("start", "days", "end"),
+    [
+        (P0, 5, dt.date(2026, 7, 6)),
+        (P0, 1, dt.date(2026, 7, 2)),
+        (P0, 0, None),  # ended on the day it began: no pause
+        (None, 5, None),
+        (None, 0, None),
+    ],
+)
+def test_pause_end(start, days, end):
+    assert ladder.pause_end(start, days) == end
+
+
+@pytest.mark.parametrize(
+    ("offset", "inside"),
+    [(-1, False), (0, True), (4, True), (5, False), (30, False)],
+)
+def test_a_pause_covers_its_days_from_start_to_before_its_end(offset, inside):
+    day = P0 + dt.timedelta(days=offset)
+    assert ladder.in_pause(day, P0, 5) is inside
+    assert ladder.in_pause(day, P0, 0) is False
+    assert ladder.in_pause(day, None, 5) is False

@@ -18,7 +18,7 @@ def streak(days: dict[int, int | None], today: int, still_due: int | None = None
         {day(d): None if due is None else day(due) for d, due in days.items()},
         today=day(today),
         still_due=None if still_due is None else day(still_due),
-        pause=None if pause is None else (day(pause[0]), day(pause[1])),
+        pause=None if pause is None else (day(pause[0]), pause[1] - pause[0]),
     )
 
 

@@ -19,8 +19,8 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from cards import services
+from cards.lapses import leech_card_ids
 from cards.models import Card, Deck, LapseCount, ReviewLog
-from cards.selectors import leech_card_ids
 from cards.services.privacy import DELETED_LEARNERS_USERNAME
 from exercises.models import Exercise
 from tests.cards.concurrency import in_threads, post_review

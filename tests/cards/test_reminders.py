@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from prometheus_client import REGISTRY
 
 import cards.admin_beat  # noqa: F401  (registers the Reminder admin)
-from cards import selectors, services, tasks
+from cards import due, services, tasks
 from cards.models import Enrollment, LearnerProfile, Reminder, ReviewState
 from cards.services.reminders import send_due_reminders
 
@@ -157,7 +157,7 @@ def test_due_count_leaves_out_suspended_and_buried_cards(make_learner, deck):
     send_due_reminders(at=utc(2026, 3, 2, 9, 0))
 
     assert Reminder.objects.get(learner=learner).due_count == 2
-    assert selectors.due_count(learner=learner, today=MON) == 2
+    assert due.due_count(learner=learner, today=MON) == 2
 
 
 def test_only_suspended_or_buried_cards_due_sends_nothing(make_learner, deck):
@@ -278,11 +278,11 @@ def test_a_pass_skips_a_claim_another_pass_took_over_before_its_send(make_learne
     row = Reminder.objects.create(learner=learner, study_day=MON, due_count=2)
     # A second pass re-stamped the claim: the first pass no longer holds it.
     Reminder.objects.filter(pk=row.pk).update(created_at=utc(2026, 3, 2, 9, 20))
-    claim = reminder_claims.Claim(
+    claim = reminder_claims.ReminderClaim(
         reminder_id=row.pk, learner_id=learner.pk, study_day=MON, due_count=2
     )
 
-    sent = reminders._deliver(
+    sent = reminders._send_claimed(
         [claim],
         lease=first_lease,
         clock=lambda: utc(2026, 3, 2, 9, 21),
@@ -317,13 +317,15 @@ def test_a_long_batch_renews_its_claims_and_skips_one_taken_over(make_learner, s
     rows = [Reminder.objects.create(learner=u, study_day=MON, due_count=2) for u in learners]
     Reminder.objects.filter(pk__in=[r.pk for r in rows]).update(created_at=lease)
     claims = [
-        reminder_claims.Claim(reminder_id=r.pk, learner_id=r.learner_id, study_day=MON, due_count=2)
+        reminder_claims.ReminderClaim(
+            reminder_id=r.pk, learner_id=r.learner_id, study_day=MON, due_count=2
+        )
         for r in rows
     ]
     # Every reading of the clock is 2 minutes later: sends are slow.
     ticks = iter(lease + dt.timedelta(minutes=2 * i) for i in range(1, 100))
 
-    sent = reminders._deliver(
+    sent = reminders._send_claimed(
         claims, lease=lease, clock=lambda: next(ticks), retry_after=dt.timedelta(minutes=4)
     )
 

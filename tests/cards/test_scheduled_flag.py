@@ -13,7 +13,7 @@ import pytest
 from django.apps import apps
 from django.urls import reverse
 
-from cards import selectors, services
+from cards import due, services
 from cards.decks import deck_export, deck_import
 from cards.models import Card, ReviewState
 
@@ -28,9 +28,7 @@ def flags(learner) -> dict[int, bool]:
 
 
 def queue(learner) -> set[int]:
-    return set(
-        selectors.queue_states(learner=learner, today=LATER).values_list("card_id", flat=True)
-    )
+    return set(due.queue_states(learner=learner, today=LATER).values_list("card_id", flat=True))
 
 
 def on_ladder(learner) -> set[int]:
@@ -53,7 +51,7 @@ def test_enrol_unenrol_and_enrol_again(learner, deck, other_deck):
     assert (
         queue(learner) == on_ladder(learner) == set(other_deck.cards.values_list("id", flat=True))
     )
-    assert selectors.due_count(learner=learner, today=LATER) == 1
+    assert due.due_count(learner=learner, today=LATER) == 1
 
     services.enroll(learner=learner, deck=deck, at=AT)
     assert all(flags(learner).values())

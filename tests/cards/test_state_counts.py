@@ -19,8 +19,8 @@ from rest_framework.authtoken.models import Token
 
 from cards import services
 from cards.models import Card, Deck, ReviewState, ReviewStateCount
-from cards.selectors import FORECAST_DAYS, learner_stats
 from cards.services.scheduling import schedule_new_cards
+from cards.stats import FORECAST_DAYS, learner_stats
 from tests.cards.concurrency import in_threads, post_review
 
 from .conftest import START

@@ -6,8 +6,8 @@ import pytest
 import time_machine
 
 from cards.models import Card, ReviewState
-from cards.selectors import learner_stats
 from cards.services import enroll, review_record
+from cards.stats import learner_stats
 
 pytestmark = pytest.mark.django_db
 

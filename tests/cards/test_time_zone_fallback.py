@@ -12,6 +12,7 @@ from django.test import Client
 
 from cards import ladder, selectors
 from cards.models import LearnerProfile, ReviewLog, ReviewState
+from cards.services.profiles import profile_ensure
 from exercises.models import Prediction
 
 START = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
@@ -53,7 +54,7 @@ def test_the_fallback_zone_gives_the_utc_study_day_and_start():
 
 
 def _set_zone(learner, name: str, day_starts_at: int = 4) -> None:
-    selectors.learner_profile(learner)
+    profile_ensure(learner)
     LearnerProfile.objects.filter(user=learner).update(timezone=name, day_starts_at=day_starts_at)
     learner.refresh_from_db()
 
