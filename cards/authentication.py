@@ -24,7 +24,9 @@ def token_query(key: str):
     return Token.objects.select_related("user", "user__profile").filter(key=key)
 
 
-_TOKEN = CompiledQuery(lambda: token_query(_STAND_IN_KEY), slots={"key": _STAND_IN_KEY})
+_TOKEN = CompiledQuery(
+    lambda: token_query(_STAND_IN_KEY), slots={"key": _STAND_IN_KEY}, plain=token_query
+)
 
 
 def token_with_profile(key: str) -> Token | None:

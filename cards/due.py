@@ -221,11 +221,7 @@ def due_page_query(*, learner, today: dt.date, from_end: bool = False) -> QueryS
             tag_names=tag_names_column(),
             lapses=lapses_column(),
             binding_id=Subquery(bindings.values("id")[:1]),
-            bound_exercise_id=Subquery(
-                bindings.exclude(review__isnull=True, exercise__attempts_used__gt=0).values(
-                    "exercise_id"
-                )[:1]
-            ),
+            bound_exercise_id=Subquery(bindings.usable().values("exercise_id")[:1]),
         )
         .values(*DUE_PAGE_FIELDS, "tag_names", "lapses", "binding_id", "bound_exercise_id")
     )
@@ -277,22 +273,34 @@ _STAND_IN_DAY = dt.date(1, 2, 3)
 _SLOTS = {"learner_id": _STAND_IN_LEARNER_ID, "today": _STAND_IN_DAY}
 
 
-def _stand_in_learner():
-    learner = get_user_model()(pk=_STAND_IN_LEARNER_ID)
-    LearnerProfile(user=learner)  # cached on the stand-in (not paused), never saved
+def _unpaused(learner_id: int):
+    """A learner of that id with a default profile (not paused), cached, never saved."""
+    learner = get_user_model()(pk=learner_id)
+    LearnerProfile(user=learner)
     return learner
 
 
+def _stand_in_learner():
+    return _unpaused(_STAND_IN_LEARNER_ID)
+
+
+# Each is also given its plain queryset: what is served, slower, should compiling fail.
 _DUE_COUNT = CompiledQuery(
-    lambda: due_count_query(learner=_stand_in_learner(), today=_STAND_IN_DAY), slots=_SLOTS
+    lambda: due_count_query(learner=_stand_in_learner(), today=_STAND_IN_DAY),
+    slots=_SLOTS,
+    plain=lambda learner_id, today: due_count_query(learner=_unpaused(learner_id), today=today),
 )
 _DUE_PAGE = CompiledQuery(
     lambda: due_page_query(learner=_stand_in_learner(), today=_STAND_IN_DAY),
     slots=_SLOTS,
     paged=True,
+    plain=lambda learner_id, today: due_page_query(learner=_unpaused(learner_id), today=today),
 )
 _DUE_PAGE_FROM_END = CompiledQuery(
     lambda: due_page_query(learner=_stand_in_learner(), today=_STAND_IN_DAY, from_end=True),
     slots=_SLOTS,
     paged=True,
+    plain=lambda learner_id, today: due_page_query(
+        learner=_unpaused(learner_id), today=today, from_end=True
+    ),
 )

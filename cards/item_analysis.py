@@ -19,6 +19,7 @@ from exercises.checking import MISTAKES
 from exercises.kinds import KINDS
 
 from .db.analysis import analysis_tune, kind_figures_sql
+from .db.counts import kept
 from .lapses import leech_lapses
 
 PAGE_SIZE = 50
@@ -72,9 +73,9 @@ def _card_filter(*, deck: str | None, kind: str | None, tag: str | None) -> tupl
     return " AND ".join(where), params
 
 
-# Per-card figures over the cards of a ``picked`` CTE; its parameters are the leech
-# threshold and ``False`` (open reports).
-_CARD_FIGURES = """
+# Per-card figures over the cards of a ``picked`` CTE, over the reviews no undo cancelled
+# (``kept``); its parameters are the leech threshold and ``False`` (open reports).
+_CARD_FIGURES = f"""
         per_learner AS (
             -- The first review is the pair's lowest id (the log is appended in time
             -- order); MIN(2 * id + passed) carries its result in the lowest bit, so
@@ -85,11 +86,8 @@ _CARD_FIGURES = """
                    MIN(2 * l.id + CASE WHEN l.result = 'pass' THEN 1 ELSE 0 END) %% 2
                        AS first_pass
             FROM cards_reviewlog l
-            WHERE l.undo_of_id IS NULL
+            WHERE {kept("l")}
               AND l.card_id IN (SELECT id FROM picked)
-              AND l.id NOT IN (
-                  SELECT u.undo_of_id FROM cards_reviewlog u WHERE u.undo_of_id IS NOT NULL
-              )
             GROUP BY l.card_id, l.learner_id
         ),
         per_card AS (

@@ -218,7 +218,7 @@ class LapseCount(KeptByDatabase):
     insert, update and delete, whoever writes it (the review, undo and exercise services,
     account deletion moving the log, bulk loads, psql). A count that reaches zero is
     deleted, so the rows are exactly the non-zero sums of the log. Leeches
-    (``n >= STUDY_LEECH_LAPSES``) are read through ``(learner, n)``, in time that follows
+    (``cards.lapses.is_leech``: ``n >= STUDY_LEECH_LAPSES``) are read through ``(learner, n)``, in time that follows
     the learner's leeches rather than their log. Read-only from Django. The triggers are
     declared in ``cards.db.counts`` (``LAPSE_COUNTS``), the undo-net count too (``net``).
 

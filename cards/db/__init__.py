@@ -11,6 +11,9 @@ both databases:
   constraint settings of ``manage.py seed_load``'s bulk loads;
 - ``counts``: the counts tables' triggers (declared once, imported by the migrations),
   the ``ReviewDay`` SQL and ``net``, the count of a log entry net of undos;
+- ``queue``: the due queue's dialect parts: tag names as one column, and the pause and
+  the due count as SQL for the reminder pass (held equal to ``cards.due`` by tests);
+- ``analysis``: the item analysis's per-kind figures and its planner settings;
 - ``compiled``: ``CompiledQuery``, querysets compiled once (the one module that uses
   Django's private API, fenced by ``tests/cards/test_compiled_fence.py``).
 """

@@ -8,6 +8,7 @@ path to the querysets it comes from, on whichever database the suite runs.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 
 import pytest
@@ -16,8 +17,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
-from cards import due
+from cards import authentication, due
 from cards.authentication import token_query, token_with_profile
 from cards.db.compiled import CompiledQuery
 from cards.models import Card, Deck, ExerciseBinding, LearnerProfile, ReviewLog, ReviewState, Tag
@@ -239,3 +241,37 @@ def test_the_due_page_of_recall_cards_takes_three_queries(api, learner, django_a
         body = api.get(DUE).json()
     assert body["count"] == 25 and len(body["results"]) == 20
     assert body["next"].endswith("?page=2")
+
+
+def test_with_a_changed_compiler_the_queue_and_the_token_serve_the_same_rows(
+    queue, monkeypatch, caplog
+):
+    """The fallback wired in: each compiled query of a request has its plain queryset."""
+    alice, _ = queue
+    count = due.queue_states(learner=alice, today=TODAY).count()
+    pages = [(0, 20), (count - 3, 20)]  # the second read from the queue's end
+    expected = [
+        due.due_page(learner=alice, today=TODAY, offset=o, limit=n, count=count) for o, n in pages
+    ]
+    api = APIClient()  # a real token: the token query runs too
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=alice).key}")
+    compiled_answer = api.get("/api/v1/reviews/due/").json()
+    queries = (due._DUE_COUNT, due._DUE_PAGE, due._DUE_PAGE_FROM_END, authentication._TOKEN)
+    for query in queries:
+        monkeypatch.setattr(query, "plan", lambda: _changed_django())
+        monkeypatch.setattr(query, "_failed", False)
+    with caplog.at_level(logging.ERROR, logger="cards.db.compiled"):
+        assert due.due_count(learner=alice, today=TODAY) == count
+        for (offset, limit), rows in zip(pages, expected, strict=True):
+            assert (
+                due.due_page(learner=alice, today=TODAY, offset=offset, limit=limit, count=count)
+                == rows
+            )
+        plain_answer = api.get("/api/v1/reviews/due/").json()
+    assert plain_answer == compiled_answer
+    assert compiled_answer["count"] > 0 and compiled_answer["results"]
+    assert {r.name for r in caplog.records} == {"cards.db.compiled"}
+
+
+def _changed_django():
+    raise AttributeError("a Django that changed its compiler")
