@@ -26,6 +26,8 @@ from exercises.kinds.recipes import causal, trailing_padding
 
 
 class _MaskedWeightsKind(AttentionFamily):
+    """One head's weights only, from Q and K; each kind below draws its mask and lead."""
+
     mistakes = (
         "no_mask",
         "mask_after_softmax",
