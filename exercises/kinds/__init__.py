@@ -4,7 +4,16 @@
 (a ``KeyError``) for an unknown name. Importing this package registers every kind.
 """
 
-from exercises.kinds import attention, theory  # noqa: F401  (registers the kinds)
+# The import order is the order of KINDS: the catalogue, the exercise page's list and the
+# OpenAPI ``kind`` enum. Add a kind's module before ablation, never reorder these.
+# isort: off
+from exercises.kinds import attention  # noqa: F401  (registers the kinds)
+from exercises.kinds import projection  # noqa: F401
+from exercises.kinds import masked  # noqa: F401
+from exercises.kinds import multi_head  # noqa: F401
+from exercises.kinds import theory  # noqa: F401
+
+# isort: on
 from exercises.kinds.base import (
     KINDS,
     VARIANT_SEED_MAX,

@@ -18,6 +18,23 @@ def test_unknown_kind_is_a_key_error_naming_the_kinds():
     assert "attention" in str(err.value)
 
 
+def test_the_catalogue_keeps_its_order_across_the_kinds_modules():
+    # The import order in exercises/kinds/__init__.py is the catalogue's and the OpenAPI
+    # enum's order; a kind added elsewhere than before ablation, or a reordered import, shows here.
+    assert list(KINDS) == [
+        "attention",
+        "projection",
+        "causal",
+        "padding",
+        "multi_head",
+        "shapes",
+        "positional_encoding",
+        "scaling",
+        "cost",
+        "ablation",
+    ]
+
+
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_every_ask_has_a_solution_of_its_shape_and_everything_is_plain_json(name, generate):
     kind, g = generate(name)

@@ -13,8 +13,8 @@ import pytest
 
 from exercises.checking import MISTAKES, check_given
 from exercises.kinds import get_kind
-from exercises.kinds.attention import weights_degenerate
 from exercises.kinds.base import STEP_DECIMALS, ParamError
+from exercises.kinds.recipes import weights_degenerate
 from exercises.variants import accepted, draw_rng, draw_variant, variant_problems
 from tests.exercises.sweep import PARAMETER_SETS
 
