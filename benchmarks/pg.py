@@ -11,7 +11,8 @@ def ensure_database(script: str) -> None:
     import dj_database_url
     import psycopg
 
-    cfg = dj_database_url.parse(os.environ["DATABASE_URL"])
+    url = os.environ.get("DATABASE_URL", "")
+    cfg = dj_database_url.parse(url) if url else {"ENGINE": ""}
     if "postgresql" not in cfg["ENGINE"]:
         sys.exit(f"{script} needs PostgreSQL: set DATABASE_URL=postgres://...")
     admin = psycopg.connect(
