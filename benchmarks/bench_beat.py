@@ -137,7 +137,7 @@ def bench_reminders(learners: int) -> None:
     from benchmarks.beat_seed import enroll_overdue
     from benchmarks.mail import CountingBackend
     from benchmarks.pg import sql
-    from cards.services.reminders import send_due_reminders
+    from cards.services.reminders import reminder_pass_here
 
     settings.EMAIL_BACKEND = "benchmarks.mail.CountingBackend"
     enroll_overdue(learners)
@@ -153,12 +153,12 @@ def bench_reminders(learners: int) -> None:
 
     sql(reset)
     CountingBackend.sent = 0
-    sent, seconds, statements, rss, _ = Meter(trace=False).run(lambda: send_due_reminders(at=AT))
+    sent, seconds, statements, rss, _ = Meter(trace=False).run(lambda: reminder_pass_here(at=AT))
     assert sent == learners == CountingBackend.sent, (sent, CountingBackend.sent)
     sql(reset)
-    _, _, _, _, peak = Meter(trace=True).run(lambda: send_due_reminders(at=AT))
+    _, _, _, _, peak = Meter(trace=True).run(lambda: reminder_pass_here(at=AT))
     rerun, rerun_seconds, rerun_statements, _, _ = Meter(trace=False).run(
-        lambda: send_due_reminders(at=AT)
+        lambda: reminder_pass_here(at=AT)
     )
     assert rerun == 0
     print(
@@ -219,14 +219,14 @@ def main() -> None:
         for n in sizes:
             bench_placement(n, args.cards)
     if args.only in (None, "reminders"):
-        print("send_due_reminders in one process (one pass, every learner due):")
+        print("reminder_pass_here in one process (one pass, every learner due):")
         warm_up_mail()
         for n in sizes:
             bench_reminders(n)
     if args.only in (None, "fanout"):
         from benchmarks.beat_fanout import bench_fanout
 
-        print("send_due_reminders fanned out to Celery workers (Redis), every learner due:")
+        print("reminder_pass_here fanned out to Celery workers (Redis), every learner due:")
         bench_fanout(args.fanout)
 
 

@@ -4,7 +4,8 @@ Pure: no Django. A prediction is an ask with ``choices`` (a list of strings) and
 ``question``; its answer is one of the choices. When an exercise's *first* ask has
 choices, that answer is taken first, in a submission of its own that uses no attempt,
 and the numeric parts open after it. The expected choice is read off the exercise's
-own numbers (``what_the_numbers_say``), so a prediction is marked by the same engine
+own numbers (the exercise's solution, or ``presets.prediction_expected`` for a
+playground preset), so a prediction is marked by the same engine
 that marks the numbers. ``prediction_check`` is where a prediction is checked, for an
 exercise and for a playground preset alike (``exercises.services`` calls it for both).
 

@@ -1,13 +1,13 @@
 """Daily review reminders by e-mail: at most one per learner per study day.
 
 This module is the reminder pass's entry point; read it top to bottom from
-:func:`send_due_reminders`. The pass, step by step:
+:func:`reminder_pass_here`. The pass, step by step:
 
 1. :func:`reminder_chunks` (the beat task ``send_due_reminders`` in ``cards/tasks.py``):
    nothing while no group's reminder hour has come; otherwise the recipients' ids cut
    into ranges of ~500 (``scheduling.id_ranges``), one chunk task each.
 2. :func:`send_reminders_chunk`, for one range of learners (a worker each, or one after
-   another in this process with :func:`send_due_reminders`):
+   another in this process with :func:`reminder_pass_here`):
 
    a. ``reminder_claims.due_groups``: the ``(timezone, day_starts_at, reminder_hour)``
       groups among the chunk's recipients (reminders on, an active account, a confirmed
@@ -370,7 +370,7 @@ def send_reminders_chunk(
     return sent
 
 
-def send_due_reminders(
+def reminder_pass_here(
     *,
     at: dt.datetime,
     batch_size: int = DEFAULT_BATCH_SIZE,

@@ -21,7 +21,7 @@ from cards.models import (
     ReviewState,
 )
 from cards.services.housekeeping import housekeeping
-from cards.services.reminders import send_due_reminders
+from cards.services.reminders import reminder_pass_here
 from cards.services.scheduling import schedule_new_cards
 from exercises.models import Exercise
 
@@ -90,7 +90,7 @@ def test_reminders_go_out_despite_a_time_zone_naming_a_folder(deck, make_learner
     make_due(odd, deck, 1)
     make_due(other, deck, 1)
 
-    assert send_due_reminders(at=REMIND_AT) == 2
+    assert reminder_pass_here(at=REMIND_AT) == 2
 
 
 @pytest.mark.parametrize("chunk_size", [1, 2, 3, 4, 6, 7])
@@ -171,7 +171,7 @@ def test_a_retried_reminder_gives_the_count_due_at_the_retry(deck, make_learner,
     learner = make_learner(decks=[deck])
     make_due(learner, deck, 3)
     settings.EMAIL_BACKEND = f"{__name__}.RefusingBackend"
-    assert send_due_reminders(at=REMIND_AT, retry_after=RETRY_AFTER) == 0
+    assert reminder_pass_here(at=REMIND_AT, retry_after=RETRY_AFTER) == 0
 
     # Meanwhile the learner reviews two of the three cards.
     first_two = list(deck.cards.order_by("id").values_list("id", flat=True)[:2])
@@ -179,7 +179,7 @@ def test_a_retried_reminder_gives_the_count_due_at_the_retry(deck, make_learner,
         due_on=MON + dt.timedelta(days=3)
     )
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    assert send_due_reminders(at=REMIND_AT + dt.timedelta(minutes=15), retry_after=RETRY_AFTER) == 1
+    assert reminder_pass_here(at=REMIND_AT + dt.timedelta(minutes=15), retry_after=RETRY_AFTER) == 1
 
     [message] = mail.outbox
     assert due.due_count(learner=learner, today=MON) == 1
@@ -193,19 +193,19 @@ def test_a_retry_sends_nothing_once_nothing_is_due_and_then_still_once(
     learner = make_learner(decks=[deck])
     make_due(learner, deck, 2)
     settings.EMAIL_BACKEND = f"{__name__}.RefusingBackend"
-    send_due_reminders(at=REMIND_AT, retry_after=RETRY_AFTER)
+    reminder_pass_here(at=REMIND_AT, retry_after=RETRY_AFTER)
 
     ReviewState.objects.filter(learner=learner).update(due_on=MON + dt.timedelta(days=3))
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    assert send_due_reminders(at=REMIND_AT + dt.timedelta(minutes=15), retry_after=RETRY_AFTER) == 0
+    assert reminder_pass_here(at=REMIND_AT + dt.timedelta(minutes=15), retry_after=RETRY_AFTER) == 0
     assert mail.outbox == []
 
     # Re-enrolling brings an overdue card back the same day: one reminder, with that count.
     ReviewState.objects.filter(learner=learner, card=deck.cards.order_by("id").first()).update(
         due_on=LONG_AGO
     )
-    assert send_due_reminders(at=REMIND_AT + dt.timedelta(minutes=30), retry_after=RETRY_AFTER) == 1
-    assert send_due_reminders(at=REMIND_AT + dt.timedelta(minutes=45), retry_after=RETRY_AFTER) == 0
+    assert reminder_pass_here(at=REMIND_AT + dt.timedelta(minutes=30), retry_after=RETRY_AFTER) == 1
+    assert reminder_pass_here(at=REMIND_AT + dt.timedelta(minutes=45), retry_after=RETRY_AFTER) == 0
     assert [m.subject for m in mail.outbox] == ["1 card due for review today"]
 
 
@@ -220,11 +220,11 @@ def test_a_dropped_smtp_connection_fails_one_message_not_the_rest_of_the_batch(
     monkeypatch.setattr(OneMessagePerConnectionSMTP, "delivered", [])
 
     # Sent, dropped with the connection, sent on a fresh connection.
-    assert send_due_reminders(at=REMIND_AT, retry_after=RETRY_AFTER) == 2
+    assert reminder_pass_here(at=REMIND_AT, retry_after=RETRY_AFTER) == 2
     # The dropped one goes out once its claim is free again, exactly once.
     later = REMIND_AT + dt.timedelta(minutes=15)
-    assert send_due_reminders(at=later, retry_after=RETRY_AFTER) == 1
-    assert send_due_reminders(at=later + dt.timedelta(minutes=15), retry_after=RETRY_AFTER) == 0
+    assert reminder_pass_here(at=later, retry_after=RETRY_AFTER) == 1
+    assert reminder_pass_here(at=later + dt.timedelta(minutes=15), retry_after=RETRY_AFTER) == 0
 
     assert sorted(OneMessagePerConnectionSMTP.delivered) == sorted(u.email for u in learners)
     assert Reminder.objects.filter(sent_at__isnull=True).count() == 0
@@ -239,14 +239,14 @@ def test_with_the_mail_server_down_a_pass_gives_up_early_and_loses_nobody(
     settings.EMAIL_BACKEND = f"{__name__}.RefusingBackend"
     monkeypatch.setattr(RefusingBackend, "attempts", 0)
 
-    assert send_due_reminders(at=REMIND_AT, retry_after=RETRY_AFTER) == 0
+    assert reminder_pass_here(at=REMIND_AT, retry_after=RETRY_AFTER) == 0
     # A few tries, not one connection timeout per learner of the batch.
     assert RefusingBackend.attempts <= 3
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     later = REMIND_AT + dt.timedelta(minutes=15)
-    assert send_due_reminders(at=later, retry_after=RETRY_AFTER) == 8
-    assert send_due_reminders(at=later + dt.timedelta(minutes=15), retry_after=RETRY_AFTER) == 0
+    assert reminder_pass_here(at=later, retry_after=RETRY_AFTER) == 8
+    assert reminder_pass_here(at=later + dt.timedelta(minutes=15), retry_after=RETRY_AFTER) == 0
     assert sorted(m.to[0] for m in mail.outbox) == sorted(u.email for u in learners)
 
 
@@ -258,7 +258,7 @@ def test_the_soft_time_limit_stops_the_pass_instead_of_counting_as_a_failed_send
     settings.EMAIL_BACKEND = f"{__name__}.SoftLimitBackend"
 
     with pytest.raises(SoftTimeLimitExceeded):
-        send_due_reminders(at=REMIND_AT, retry_after=RETRY_AFTER)
+        reminder_pass_here(at=REMIND_AT, retry_after=RETRY_AFTER)
 
     # The claim waits for a later pass.
     assert Reminder.objects.get(learner=learner).sent_at is None
@@ -268,7 +268,7 @@ def test_learners_without_email_are_not_reminded_even_with_cards_due(deck, make_
     learner = make_learner(decks=[deck], email=False)
     make_due(learner, deck, 2)
 
-    assert send_due_reminders(at=REMIND_AT) == 0
+    assert reminder_pass_here(at=REMIND_AT) == 0
     assert not Reminder.objects.exists()
 
 

@@ -11,7 +11,7 @@ from django.db import connection
 
 from cards import services
 from cards.models import Card, Deck, LearnerProfile, Report, ReviewLog, ReviewState
-from cards.services.reminders import send_due_reminders
+from cards.services.reminders import reminder_pass_here
 
 from .conftest import START
 
@@ -367,8 +367,8 @@ def test_no_reminders_during_a_pause(api, learner, deck):
     ReviewState.objects.update(due_on=dt.date(2026, 3, 1))  # due all along
     for day in (2, 3, 4):
         at = dt.datetime(2026, 3, day, 10, tzinfo=dt.UTC)
-        assert send_due_reminders(at=at) == 0
-    assert send_due_reminders(at=dt.datetime(2026, 3, 5, 10, tzinfo=dt.UTC)) == 1
+        assert reminder_pass_here(at=at) == 0
+    assert reminder_pass_here(at=dt.datetime(2026, 3, 5, 10, tzinfo=dt.UTC)) == 1
 
 
 def test_controls_need_credentials(anon_api):

@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 import cards.admin_beat  # noqa: F401  (registers the Reminder admin)
 from cards import due, services, tasks
 from cards.models import Enrollment, LearnerProfile, Reminder, ReviewState
-from cards.services.reminders import send_due_reminders
+from cards.services.reminders import reminder_pass_here
 
 MON = dt.date(2026, 3, 2)
 SUN = dt.date(2026, 3, 1)
@@ -68,7 +68,7 @@ def test_a_due_learner_gets_one_email_with_the_count_and_the_review_link(make_le
     settings.SITE_URL = "https://study.example.org"
     learner = make_learner(due=3)
 
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 0)) == 1
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 0)) == 1
 
     [message] = mail.outbox
     assert message.to == [learner.email]
@@ -83,10 +83,10 @@ def test_a_due_learner_gets_one_email_with_the_count_and_the_review_link(make_le
 def test_a_rerun_the_same_day_sends_nothing_and_the_next_day_sends_again(make_learner):
     learner = make_learner(due=1)
 
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 0)) == 1
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 15)) == 0
-    assert send_due_reminders(at=utc(2026, 3, 3, 3, 45)) == 0
-    assert send_due_reminders(at=utc(2026, 3, 3, 9, 0)) == 1
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 0)) == 1
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 15)) == 0
+    assert reminder_pass_here(at=utc(2026, 3, 3, 3, 45)) == 0
+    assert reminder_pass_here(at=utc(2026, 3, 3, 9, 0)) == 1
 
     assert len(mail.outbox) == 2
     assert list(
@@ -98,15 +98,15 @@ def test_a_rerun_the_same_day_sends_nothing_and_the_next_day_sends_again(make_le
 
 def test_singular_subject(make_learner):
     make_learner(due=1)
-    send_due_reminders(at=utc(2026, 3, 2, 9, 0))
+    reminder_pass_here(at=utc(2026, 3, 2, 9, 0))
     assert mail.outbox[0].subject == "1 card due for review today"
 
 
 def test_not_before_the_local_reminder_hour(make_learner):
     make_learner("Europe/Berlin", 4, 18)
 
-    assert send_due_reminders(at=utc(2026, 3, 2, 16, 59)) == 0  # 17:59 CET
-    assert send_due_reminders(at=utc(2026, 3, 2, 17, 0)) == 1  # 18:00 CET
+    assert reminder_pass_here(at=utc(2026, 3, 2, 16, 59)) == 0  # 17:59 CET
+    assert reminder_pass_here(at=utc(2026, 3, 2, 17, 0)) == 1  # 18:00 CET
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_who_gets_no_reminder(make_learner, deck, why):
     if why == "inactive":
         type(learner).objects.filter(pk=learner.pk).update(is_active=False)
 
-    assert send_due_reminders(at=utc(2026, 3, 2, 12, 0)) == 0
+    assert reminder_pass_here(at=utc(2026, 3, 2, 12, 0)) == 0
     assert mail.outbox == []
     assert not Reminder.objects.exists()
 
@@ -140,7 +140,7 @@ def test_due_count_counts_only_active_cards_of_enrolled_decks(make_learner, deck
     ReviewState.objects.filter(card__deck=other_deck).update(due_on=LONG_AGO)
     # a deck the learner left
 
-    send_due_reminders(at=utc(2026, 3, 2, 9, 0))
+    reminder_pass_here(at=utc(2026, 3, 2, 9, 0))
 
     assert Reminder.objects.get(learner=learner).due_count == 2
 
@@ -154,7 +154,7 @@ def test_due_count_leaves_out_suspended_and_buried_cards(make_learner, deck):
     # Buried on an earlier day: back in the queue.
     ReviewState.objects.filter(learner=learner, card=third).update(buried_on=MON - dt.timedelta(1))
 
-    send_due_reminders(at=utc(2026, 3, 2, 9, 0))
+    reminder_pass_here(at=utc(2026, 3, 2, 9, 0))
 
     assert Reminder.objects.get(learner=learner).due_count == 2
     assert due.due_count(learner=learner, today=MON) == 2
@@ -166,7 +166,7 @@ def test_only_suspended_or_buried_cards_due_sends_nothing(make_learner, deck):
     ReviewState.objects.filter(learner=learner, card=first).update(suspended=True)
     ReviewState.objects.filter(learner=learner, card=second).update(buried_on=MON)
 
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 0)) == 0
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 0)) == 0
     assert not Reminder.objects.exists()
 
 
@@ -176,7 +176,7 @@ def test_cards_falling_due_today_count_and_tomorrows_do_not(make_learner, deck):
     ReviewState.objects.filter(learner=learner, card=first).update(due_on=MON)
     ReviewState.objects.filter(learner=learner, card=second).update(due_on=MON + dt.timedelta(1))
 
-    send_due_reminders(at=utc(2026, 3, 2, 9, 0))
+    reminder_pass_here(at=utc(2026, 3, 2, 9, 0))
 
     assert Reminder.objects.get(learner=learner).due_count == 1
 
@@ -186,7 +186,7 @@ def test_batches_cover_every_learner_with_statements_per_batch(make_learner, set
     learners = [make_learner() for _ in range(5)]
 
     with CaptureQueriesContext(connection) as queries:
-        assert send_due_reminders(at=utc(2026, 3, 2, 9, 0), batch_size=2) == 5
+        assert reminder_pass_here(at=utc(2026, 3, 2, 9, 0), batch_size=2) == 5
 
     assert sorted(m.to[0] for m in mail.outbox) == sorted(u.email for u in learners)
     claims = [q for q in queries if q["sql"].lstrip().upper().startswith("INSERT")]
@@ -210,15 +210,15 @@ def test_a_failed_send_stays_claimed_and_is_retried_after_the_delay(make_learner
     learner = make_learner()
     settings.EMAIL_BACKEND = f"{__name__}.RefusingBackend"
 
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 0)) == 0
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 0)) == 0
     claim = Reminder.objects.get(learner=learner)
     assert claim.sent_at is None
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     retry_after = dt.timedelta(minutes=10)
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 5), retry_after=retry_after) == 0
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 15), retry_after=retry_after) == 1
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 30), retry_after=retry_after) == 0
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 5), retry_after=retry_after) == 0
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 15), retry_after=retry_after) == 1
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 30), retry_after=retry_after) == 0
     assert len(mail.outbox) == 1
     assert Reminder.objects.get(learner=learner).sent_at is not None
 
@@ -229,9 +229,9 @@ def test_a_claim_orphaned_by_a_dead_worker_is_sent_once_by_the_next_passes(make_
     orphan = Reminder.objects.create(learner=learner, study_day=MON, due_count=2)
     Reminder.objects.filter(pk=orphan.pk).update(created_at=utc(2026, 3, 2, 9, 0))
 
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 5)) == 0  # the claim may still be live
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 15)) == 1
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 30)) == 0
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 5)) == 0  # the claim may still be live
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 15)) == 1
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 30)) == 0
     assert len(mail.outbox) == 1
 
 
@@ -240,7 +240,7 @@ def test_an_orphaned_claim_of_a_past_study_day_is_not_sent(make_learner):
     Reminder.objects.create(learner=learner, study_day=SUN, due_count=2)
     Reminder.objects.filter(learner=learner).update(created_at=utc(2026, 3, 1, 9, 0))
 
-    assert send_due_reminders(at=utc(2026, 3, 2, 9, 0)) == 1  # Monday's own reminder only
+    assert reminder_pass_here(at=utc(2026, 3, 2, 9, 0)) == 1  # Monday's own reminder only
 
     assert [m.to for m in mail.outbox] == [[learner.email]]
     assert Reminder.objects.get(learner=learner, study_day=SUN).sent_at is None
@@ -601,7 +601,7 @@ def admin_client_for(django_user_model, client):
 def test_admin_lists_reminders_read_only(make_learner, admin_client_for):
     learner = make_learner()
     other = make_learner()
-    send_due_reminders(at=utc(2026, 3, 2, 9, 0))
+    reminder_pass_here(at=utc(2026, 3, 2, 9, 0))
 
     listing = admin_client_for.get("/admin/cards/reminder/", {"q": learner.username})
     assert listing.status_code == 200
