@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "csp",
     "studyapp.common.apps.CommonConfig",
     "exercises",
+    "labs",
     "cards",
 ]
 
