@@ -203,11 +203,14 @@ def _read_only(*arrays: np.ndarray) -> None:
 # --- softmax and masks --------------------------------------------------------------
 
 
-def softmax(z: ArrayLike, axis: int = -1) -> np.ndarray:
+def softmax(z: ArrayLike, axis: int = -1, *, top: np.ndarray | None = None) -> np.ndarray:
     # (..., n) -> (..., n), non-negative, sums to 1 along axis
+    # top: the maximum along axis (keepdims), when the caller has it already and has checked
+    # it is finite (attention's trace checks its rows first, to name the empty ones).
     z = np.asarray(z, dtype=np.float64)
-    top = z.max(axis=axis, keepdims=True)
-    if not np.isfinite(top).all():
+    if top is None:
+        top = z.max(axis=axis, keepdims=True)
+    if not _all_finite(top) and not np.isfinite(top).all():
         raise ValueError(
             "softmax needs finite entries and at least one entry above minus infinity per row"
         )
@@ -413,7 +416,7 @@ def _attention_trace(
     row_max = masked.max(axis=-1, keepdims=True)
     if not _all_finite(row_max):
         _check_rows(row_max, mask, K.shape[-2])
-    weights = softmax(masked)
+    weights = softmax(masked, top=row_max)
     output = np.matmul(weights, V)
     if not _all_finite(output):
         _check_output(output)

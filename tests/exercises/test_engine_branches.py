@@ -13,6 +13,7 @@ from exercises.engine import (
     init_block_params,
     project,
     scaled_dot_product_attention,
+    softmax,
 )
 
 I2 = np.eye(2)
@@ -123,3 +124,31 @@ def test_trace_refuses_an_output_that_overflows():
     V = np.array([[np.inf], [1.0]])
     with pytest.raises(ValueError, match="the output is not finite"):
         scaled_dot_product_attention(I2, I2, V, return_intermediates=True)
+
+
+# --- softmax with the row maximum given ------------------------------------------------
+
+
+def test_softmax_given_its_row_maximum_equals_softmax_finding_it():
+    z = np.random.default_rng(5).normal(size=(3, 4, 5)) * 50
+    top = z.max(axis=-1, keepdims=True)
+    np.testing.assert_array_equal(softmax(z, top=top), softmax(z))
+
+
+def test_softmax_of_finite_values_whose_cheap_sum_overflows_is_not_refused():
+    # The row maxima are finite but sum past the float limit: the exact check decides.
+    z = np.array([[1.7e308, 0.0], [1.7e308, 1.0]])
+    np.testing.assert_allclose(softmax(z), [[1.0, 0.0], [1.0, 0.0]])
+
+
+def test_softmax_of_an_all_blocked_row_is_refused():
+    with pytest.raises(ValueError, match="at least one entry above minus infinity"):
+        softmax(np.array([[0.0, 1.0], [-np.inf, -np.inf]]))
+
+
+def test_trace_weights_equal_softmax_of_the_masked_scores():
+    rng = np.random.default_rng(9)
+    Q, K, V = (rng.normal(size=(4, 3)) for _ in range(3))
+    mask = np.triu(np.ones((4, 4), dtype=bool), 1)
+    trace = scaled_dot_product_attention(Q, K, V, mask=mask, return_intermediates=True)
+    np.testing.assert_array_equal(trace.weights, softmax(trace.masked_scores))
