@@ -30,6 +30,7 @@ import json
 import os
 import random
 import resource
+import select
 import selectors
 import shutil
 import signal
@@ -231,9 +232,10 @@ def _set_limits(limits: Limits) -> None:
 class _Run:
     output: bytearray = dataclasses.field(default_factory=bytearray)
     results: bytearray = dataclasses.field(default_factory=bytearray)
+    info: bytearray = dataclasses.field(default_factory=bytearray)
     killed_for: str | None = None  # "time" or "output" or "results"
     returncode: int | None = None
-    cpu_seconds: float = 0.0
+    init_pidfd: int | None = None  # the sandbox's pid 1, as bwrap's --info-fd names it
 
 
 def _start(
@@ -243,27 +245,31 @@ def _start(
     wall = timeout if timeout is not None else limits.wall_seconds
     ids = _outer_ids()
     read_results, write_results = os.pipe()
+    read_info, write_info = os.pipe()
     run = _Run()
     started = time.monotonic()
-    with tempfile.TemporaryFile() as stdin:
-        stdin.write(request)
-        stdin.seek(0)
-        try:
+    command = [
+        *bwrap_args(python, limits),
+        "--info-fd",
+        str(write_info),
+        str(python),
+        "-I",
+        "-S",
+        "-B",
+        INSIDE_RUNNER,
+        str(write_results),
+        str(limits.processes),
+    ]
+    try:
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write(request)
+            stdin.seek(0)
             process = subprocess.Popen(
-                [
-                    *bwrap_args(python, limits),
-                    str(python),
-                    "-I",
-                    "-S",
-                    "-B",
-                    INSIDE_RUNNER,
-                    str(write_results),
-                    str(limits.processes),
-                ],
+                command,
                 stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                pass_fds=(write_results,),
+                pass_fds=(write_results, write_info),
                 env={},
                 close_fds=True,
                 start_new_session=True,
@@ -272,19 +278,39 @@ def _start(
                 extra_groups=[] if ids else None,
                 preexec_fn=lambda: _set_limits(limits),  # rlimits only: nothing else
             )
-        except OSError as exc:
-            os.close(read_results)
-            os.close(write_results)
-            raise SandboxUnavailable(f"bubblewrap could not start: {exc}") from exc
-    os.close(write_results)
-    assert process.stdout is not None
-    _collect(process, read_results, run, limits, deadline=started + wall)
+    except OSError as exc:
+        for fd in (read_results, read_info):
+            os.close(fd)
+        raise SandboxUnavailable(f"bubblewrap could not start: {exc}") from exc
+    finally:
+        os.close(write_results)
+        os.close(write_info)
+    try:
+        _collect(
+            process, {read_results: run.results, read_info: run.info}, run, limits, started + wall
+        )
+    finally:
+        _finish(process, run, deadline=started + wall)
     return run, time.monotonic() - started
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    # bwrap leads its own process group; --die-with-parent takes the sandbox's pid
-    # namespace (and everything in it) down with it.
+def _note_init(run: _Run) -> None:
+    """Hold the sandbox's pid 1 by a pidfd as soon as bwrap names it."""
+    if run.init_pidfd is not None or not run.info.rstrip().endswith(b"}"):
+        return
+    try:
+        pid = int(json.loads(run.info.decode())["child-pid"])
+        run.init_pidfd = os.pidfd_open(pid)
+    except (ValueError, KeyError, TypeError, OSError):
+        return
+
+
+def _kill(process: subprocess.Popen[bytes], run: _Run) -> None:
+    # The sandbox's pid 1 takes every process of its pid namespace with it; bwrap
+    # (leading its own process group) follows, and --die-with-parent covers the rest.
+    if run.init_pidfd is not None:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(run.init_pidfd, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
@@ -292,55 +318,63 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 
 
 def _collect(
-    process: subprocess.Popen[bytes], results_fd: int, run: _Run, limits: Limits, *, deadline: float
+    process: subprocess.Popen[bytes],
+    pipes: dict[int, bytearray],
+    run: _Run,
+    limits: Limits,
+    deadline: float,
 ) -> None:
+    """Read stdout, the results and bwrap's info until all close, within every cap."""
     assert process.stdout is not None
-    streams = {process.stdout.fileno(): run.output, results_fd: run.results}
-    caps = {process.stdout.fileno(): limits.output_bytes, results_fd: MAX_RESULT_BYTES}
-    reasons = {process.stdout.fileno(): "output", results_fd: "results"}
-    selector = selectors.DefaultSelector()
-    for fd in streams:
-        os.set_blocking(fd, False)
-        selector.register(fd, selectors.EVENT_READ)
-    try:
-        while selector.get_map():
+    pipes = {process.stdout.fileno(): run.output, **pipes}
+    caps = {id(run.output): limits.output_bytes, id(run.results): MAX_RESULT_BYTES}
+    reasons = {id(run.output): "output", id(run.results): "results"}
+    with selectors.DefaultSelector() as selector:
+        for fd in pipes:
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map() and run.killed_for is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 run.killed_for = "time"
-                _kill(process)
                 break
             for key, _ in selector.select(timeout=min(remaining, 0.5)):
-                fd = key.fd
-                try:
-                    chunk = os.read(fd, 65536)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    selector.unregister(fd)
-                    continue
-                buffer = streams[fd]
-                buffer += chunk[: caps[fd] + 1 - len(buffer)]
-                if len(buffer) > caps[fd]:
-                    run.killed_for = reasons[fd]
-                    _kill(process)
-                    selector.unregister(fd)
-                    selector.close()
+                buffer = pipes[key.fd]
+                cap = caps.get(id(buffer), 4096)
+                with contextlib.suppress(BlockingIOError):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        selector.unregister(key.fd)
+                    buffer += chunk[: cap + 1 - len(buffer)]
+                if len(buffer) > cap:
+                    run.killed_for = reasons.get(id(buffer), "output")
                     break
-            else:
-                continue
-            break
-    finally:
-        selector.close()
-        os.close(results_fd)
+                _note_init(run)
+    for fd in pipes:
+        if fd != process.stdout.fileno():
+            os.close(fd)
+
+
+def _finish(process: subprocess.Popen[bytes], run: _Run, *, deadline: float) -> None:
+    """Stop what is left, and return only once nothing of the sandbox runs."""
+    if run.killed_for is not None:
+        _kill(process, run)
     try:
-        remaining = max(0.1, deadline - time.monotonic())
-        process.wait(timeout=remaining)
+        process.wait(timeout=max(0.1, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         run.killed_for = run.killed_for or "time"
-        _kill(process)
+        _kill(process, run)
         process.wait()
+    assert process.stdout is not None
     process.stdout.close()
     run.returncode = process.returncode
+    if run.init_pidfd is not None:
+        # Readable once pid 1 has exited, which the kernel lets happen only after
+        # every other process of its namespace is gone.
+        with contextlib.suppress(OSError):
+            select.select([run.init_pidfd], [], [], 5.0)
+        os.close(run.init_pidfd)
+        run.init_pidfd = None
 
 
 # --- reading what came back -------------------------------------------------------
