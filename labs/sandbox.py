@@ -214,13 +214,20 @@ def _outer_ids() -> tuple[int, int] | None:
     return uid, uid
 
 
-def _set_limits(limits: Limits) -> None:
-    """In the child before bwrap starts (after the uid change): every limit is inherited."""
+def _set_limits(limits: Limits, *, own_uid: bool) -> None:
+    """In the child before bwrap starts (after the uid change): every limit is inherited.
+
+    RLIMIT_NPROC is checked against the processes of the sandbox's user namespace and,
+    with the limit its creator had, against every process of the outer uid. With a
+    throwaway uid both counts are the sandbox's own. A service that is not root shares
+    its uid with its other processes, so only the runner's limit inside applies there.
+    """
     cpu = max(1, limits.cpu_seconds)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-    resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+    if own_uid:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
@@ -276,7 +283,9 @@ def _start(
                 user=ids[0] if ids else None,
                 group=ids[1] if ids else None,
                 extra_groups=[] if ids else None,
-                preexec_fn=lambda: _set_limits(limits),  # rlimits only: nothing else
+                preexec_fn=lambda: _set_limits(
+                    limits, own_uid=ids is not None
+                ),  # rlimits only: nothing else
             )
     except OSError as exc:
         for fd in (read_results, read_info):
