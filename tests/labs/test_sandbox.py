@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from labs import runner as codec
 from labs import sandbox
+from labs.sandbox import answer, bwrap
 from labs.spec import Call, Returned
 from tests.labs import require_sandbox
 
@@ -122,13 +123,13 @@ def _line(**event) -> bytes:
 
 
 def _parse(results: bytes, *, killed_for=None, returncode=0, output=b""):
-    run = sandbox._Run(
+    run = bwrap.Run(
         output=bytearray(output),
         results=bytearray(results),
         killed_for=killed_for,
         returncode=returncode,
     )
-    return sandbox._parse(run, CALLS, sandbox.Limits(), 0.25)
+    return answer.parse(run, CALLS, sandbox.Limits(), 0.25)
 
 
 ONE = codec.encode(1)
@@ -219,10 +220,11 @@ def test_limits_read_the_environment(monkeypatch):
 
 
 @pytest.fixture
-def fresh_check(monkeypatch):
-    monkeypatch.setitem(sandbox._checked, "at", -1e9)
+def fresh_check():
+    """No cached answer before the test, and none of the test's left after it."""
+    sandbox._checked.update(at=-1e9, reason=None)
     yield
-    sandbox._checked["at"] = -1e9
+    sandbox._checked.update(at=-1e9, reason=None)
 
 
 def test_without_bwrap_nothing_runs(monkeypatch, fresh_check):

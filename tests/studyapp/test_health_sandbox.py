@@ -10,10 +10,11 @@ from tests.labs import require_sandbox
 
 
 @pytest.fixture
-def fresh_check(monkeypatch):
-    monkeypatch.setitem(sandbox._checked, "at", -1e9)
+def fresh_check():
+    """No cached answer before the test, and none of the test's left after it."""
+    sandbox._checked.update(at=-1e9, reason=None)
     yield
-    sandbox._checked["at"] = -1e9
+    sandbox._checked.update(at=-1e9, reason=None)
 
 
 @pytest.mark.django_db
