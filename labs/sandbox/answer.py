@@ -124,7 +124,7 @@ def parse(run: Run, calls: Sequence[Call], limits: Limits, duration: float) -> R
         return RunResult(output=output, duration_ms=duration_ms, failure=str(exc))
     limit = run.killed_for or reader.limit
     if limit is None and not reader.done:
-        limit = _exit_limit(run)
+        limit = _exit_limit(run, limits, duration)
         if limit is None and not reader.loaded and reader.load_error is None:
             detail = output.strip().splitlines()[-1:] or [exit_words(run.returncode)]
             return RunResult(
@@ -145,12 +145,14 @@ def parse(run: Run, calls: Sequence[Call], limits: Limits, duration: float) -> R
     )
 
 
-def _exit_limit(run: Run) -> str | None:
+def _exit_limit(run: Run, limits: Limits, duration: float) -> str | None:
     code = run.returncode
     if code is None:
         return None
     signum = -code if code < 0 else code - 128 if code > 128 else None
-    if signum == signal.SIGXCPU or (signum == signal.SIGKILL and run.killed_for is None):
+    # SIGKILL is RLIMIT_CPU's hard limit only once that much time can have passed;
+    # sooner, the code killed itself.
+    if signum == signal.SIGXCPU or (signum == signal.SIGKILL and duration >= limits.cpu_seconds):
         return "cpu"
     if signum == signal.SIGXFSZ:
         return "file size"
