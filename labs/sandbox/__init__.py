@@ -109,7 +109,7 @@ def _probe() -> str | None:
         )
     except SandboxUnavailable as exc:
         return exc.reason
-    if run_.results.startswith(b'{"event":"loaded"}'):
+    if b'{"event":"loaded"}' in run_.results:
         return None
     said = run_.output.decode("utf-8", errors="replace").strip().splitlines()
     detail = said[-1] if said else exit_words(run_.returncode)

@@ -59,6 +59,7 @@ class _Reader:
     def __init__(self, calls: Sequence[Call]) -> None:
         self.keys = {call.key for call in calls}
         self.returned: dict[str, Returned] = {}
+        self.loading = False
         self.loaded = False
         self.done = False
         self.current: str | None = None
@@ -83,9 +84,11 @@ class _Reader:
 
     def event(self, event: dict[str, Any]) -> None:
         kind, key, fields = event.get("event"), event.get("key"), set(event)
-        if kind == "loaded" and fields == {"event"} and not self.loaded:
+        if kind == "loading" and fields == {"event"} and not self.loading:
+            self.loading = True
+        elif kind == "loaded" and fields == {"event"} and self.loading and not self.loaded:
             self.loaded = True
-        elif kind == "load_error" and fields == {"event", "message"} and not self.loaded:
+        elif kind == "load_error" and fields == {"event", "message"} and self.loading:
             self.load_error = str(event["message"])[:2000]
         elif kind == "call" and fields == {"event", "key"} and self.loaded and self.fresh(key):
             self.current = key
@@ -125,15 +128,17 @@ def parse(run: Run, calls: Sequence[Call], limits: Limits, duration: float) -> R
     limit = run.killed_for or reader.limit
     if limit is None and not reader.done:
         limit = _exit_limit(run, limits, duration)
-        if limit is None and not reader.loaded and reader.load_error is None:
+        if limit is None and not reader.loading:
             detail = output.strip().splitlines()[-1:] or [exit_words(run.returncode)]
             return RunResult(
                 output=output,
                 duration_ms=duration_ms,
                 failure=f"the sandbox stopped before the code loaded: {detail[0][:300]}",
             )
-        if limit is None and reader.current is not None:
-            what = exit_words(run.returncode)
+        what = exit_words(run.returncode)
+        if limit is None and not reader.loaded and reader.load_error is None:
+            reader.load_error = f"The code ended the process while loading: {what}."
+        elif limit is None and reader.current is not None:
             reader.returned[reader.current] = Returned(error=f"The process ended abruptly: {what}.")
     return RunResult(
         returned=reader.returned,

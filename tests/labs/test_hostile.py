@@ -311,6 +311,19 @@ def test_subprocess_is_refused_and_finds_no_programs(unhook):
         assert result.load_error and result.load_error.startswith("ImportError: import of subp")
 
 
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("import os\nos._exit(0)\n", "The code ended the process while loading: exit status 0."),
+        ("import os\nos.close(1)\nos.close(2)\nraise SystemExit(3)\n", "SystemExit: 3 (line 4)"),
+    ],
+)
+def test_code_that_ends_the_process_at_load_is_told_so(code, words):
+    result = run(code)
+    assert result.load_error == words, result
+    assert result.failure is None and result.returned == {}
+
+
 def test_printed_results_and_forged_framing_change_nothing():
     code = (
         "import json, sys\n"

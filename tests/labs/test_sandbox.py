@@ -136,11 +136,13 @@ def _parse(results: bytes, *, killed_for=None, returncode=0, output=b""):
 
 
 ONE = codec.encode(1)
+LOADED = _line(event="loading") + _line(event="loaded")
 
 
 def test_an_honest_answer_is_read_in_full():
     result = _parse(
-        _line(event="loaded")
+        _line(event="loading")
+        + _line(event="loaded")
         + _line(event="call", key="a")
         + _line(event="returned", key="a", value=ONE)
         + _line(event="call", key="b")
@@ -159,18 +161,33 @@ def test_an_honest_answer_is_read_in_full():
         b"not json\n",
         b"[1]\n",
         _line(event="call", key="a"),  # before loading
-        _line(event="loaded") + _line(event="returned", key="a", value=ONE),  # no call
-        _line(event="loaded") + _line(event="call", key="zz"),  # unknown key
-        _line(event="loaded")
+        _line(event="loading")
+        + _line(event="loaded")
+        + _line(event="returned", key="a", value=ONE),  # no call
+        _line(event="loading")
+        + _line(event="loaded")
+        + _line(event="call", key="zz"),  # unknown key
+        _line(event="loading")
+        + _line(event="loaded")
         + _line(event="call", key="a")
         + _line(event="returned", key="a", value=ONE)
         + _line(event="call", key="a"),  # twice
-        _line(event="loaded") + _line(event="call", key="a") + _line(event="returned", key="a"),
-        _line(event="loaded")
+        _line(event="loading")
+        + _line(event="loaded")
+        + _line(event="call", key="a")
+        + _line(event="returned", key="a"),
+        _line(event="loading")
+        + _line(event="loaded")
         + _line(event="call", key="a")
         + _line(event="returned", key="a", value={"t": "array", "dtype": "object"}),
-        _line(event="loaded") + _line(event="done") + _line(event="loaded"),
-        _line(event="loaded") + b'{"event": "done"',  # cut short with nobody killing it
+        _line(event="loading")
+        + _line(event="loaded")
+        + _line(event="done")
+        + _line(event="loading")
+        + _line(event="loaded"),
+        _line(event="loading")
+        + _line(event="loaded")
+        + b'{"event": "done"',  # cut short with nobody killing it
         _line(event="loaded", extra=1),
         b"\xff\xfe\n",
     ],
@@ -189,26 +206,46 @@ def test_no_answer_makes_the_reader_raise(results, killed_for, returncode):
 
 
 def test_a_run_ended_by_a_signal_mid_call_names_the_call():
-    result = _parse(_line(event="loaded") + _line(event="call", key="a"), returncode=-11)
+    result = _parse(
+        LOADED + _line(event="call", key="a"),
+        returncode=-11,
+    )
     assert result.returned == {"a": Returned(error="The process ended abruptly: signal SIGSEGV.")}
     assert result.failure is None
 
 
 def test_limits_are_named_in_words():
-    cpu = _parse(_line(event="loaded") + _line(event="call", key="a"), returncode=-24)
+    cpu = _parse(
+        LOADED + _line(event="call", key="a"),
+        returncode=-24,
+    )
     assert cpu.limit == "time" and "s of CPU time" in (cpu.limit_message or "")
-    wall = _parse(_line(event="loaded") + b'{"event": "ca', killed_for="time", returncode=-9)
+    wall = _parse(
+        LOADED + b'{"event": "ca',
+        killed_for="time",
+        returncode=-9,
+    )
     assert wall.limit == "time" and "Stopped after" in (wall.limit_message or "")
-    memory = _parse(_line(event="loaded") + _line(event="limit", limit="memory", key="a"))
+    memory = _parse(
+        _line(event="loading")
+        + _line(event="loaded")
+        + _line(event="limit", limit="memory", key="a")
+    )
     assert memory.limit == "memory" and "MB of memory" in (memory.limit_message or "")
     big = _parse(b"", killed_for="results", returncode=-9)
     assert big.limit == "output" and "returned more data" in (big.limit_message or "")
 
 
 def test_a_kill_sooner_than_the_cpu_limit_is_a_crash_not_a_limit():
-    early = _parse(_line(event="loaded") + _line(event="call", key="a"), returncode=-9)
+    early = _parse(LOADED + _line(event="call", key="a"), returncode=-9)
     assert early.limit is None
     assert early.returned["a"] == Returned(error="The process ended abruptly: signal SIGKILL.")
+
+
+def test_code_that_ends_the_process_while_loading_is_a_load_error():
+    result = _parse(_line(event="loading"), returncode=0)
+    assert result.load_error == "The code ended the process while loading: exit status 0."
+    assert result.failure is None
 
 
 def test_a_sandbox_that_never_loaded_is_a_failure():
