@@ -1,7 +1,8 @@
 """Shared fixtures: users, API clients, and service guards.
 
 PostgreSQL and Redis are used when ``make test`` finds them (``bin/services_env``).
-Tests marked ``postgres`` or ``redis`` skip without them, except under
+Tests marked ``postgres`` or ``redis`` skip without them, and tests marked ``sandbox``
+where no lab sandbox can start (bubblewrap missing, user namespaces off), except under
 ``REQUIRE_SERVICES=1`` (CI), where a missing service fails the run.
 """
 
@@ -32,6 +33,20 @@ def pytest_collection_modifyitems(config, items):
             if REQUIRE_SERVICES:
                 raise pytest.UsageError("REQUIRE_SERVICES=1 but REDIS_URL is not set")
             item.add_marker(pytest.mark.skip(reason="needs Redis (set REDIS_URL)"))
+        if "sandbox" in item.keywords:
+            reason = _sandbox_missing()
+            if reason and REQUIRE_SERVICES:
+                raise pytest.UsageError(
+                    f"REQUIRE_SERVICES=1 but no lab sandbox can start: {reason}"
+                )
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=f"no lab sandbox: {reason}"))
+
+
+def _sandbox_missing() -> str | None:
+    from labs.sandbox import unavailable
+
+    return unavailable()
 
 
 @pytest.fixture(autouse=True)
