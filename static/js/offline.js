@@ -326,6 +326,10 @@
   document.addEventListener("DOMContentLoaded", function () {
     registerWorker();
     if (!learner) forgetPages();
+    // A kept page's badge was counted before the answers that now wait.
+    if (root.hasAttribute("data-offline-copy") && badge()) {
+      setBadge(Math.max(0, (parseInt(badge().textContent, 10) || 0) - mine().length));
+    }
     // Only the recall review page (review.js) hides its card while the queue settles.
     if (!document.getElementById("grade-form")) root.removeAttribute("data-queue");
     // The review page may have asked already, to settle the queue before its card shows.

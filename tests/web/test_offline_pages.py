@@ -156,6 +156,7 @@ def test_the_review_page_loads_offline_after_a_first_visit(
     assert page.is_visible("#review-card")
     assert _card_id(page) == second
     assert page.inner_text("#review-progress") == "Card 2 of 3"
+    assert _nav_badge(page) == "2"  # the kept page's count, less the answer waiting
     check(page, "review-reloaded-with-answer-waiting")
     assert not ReviewLog.objects.filter(learner=learner).exists()
 
