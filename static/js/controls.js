@@ -100,6 +100,7 @@
       });
     }
     if (reportForm) {
+      reportForm.reset();  // a report written about the card before is not about this one
       var field = reportForm.querySelector("input[name=card]");
       if (field) field.value = String(card);
     }

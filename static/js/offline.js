@@ -80,7 +80,6 @@
     items.push(item);
     writeQueue(items);
     lowerBadge();
-    announce();
     return item;
   }
 
