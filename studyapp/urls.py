@@ -17,6 +17,7 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics, name="metrics"),
+    path("sw.js", views.service_worker, name="service-worker"),
     path("api/v1/", include("cards.urls")),
     path("api/v1/", include("exercises.urls")),
     # Unknown API routes answer JSON, in debug mode too (where handler404 is not used).

@@ -3,11 +3,13 @@
 // Keys: Space or Enter shows the answer, then 1 = Again, 2 = Good. Space and Enter act
 // only when focus is not on a link, button or form field, which keep their own keys.
 //
-// Offline queue: a grade is stored in localStorage with a fresh Idempotency-Key before it
-// is sent to POST /api/v1/reviews/. Sent, it leaves the queue; when the network fails it
-// stays, the page moves on to the next due card it carries, and the queue is sent again
-// when the connection returns. The server replays a repeated key instead of counting
-// the answer twice.
+// Offline queue (static/js/offline.js): a grade is stored in localStorage with a fresh
+// Idempotency-Key before it is sent to POST /api/v1/reviews/. Sent, it leaves the queue;
+// when the network fails it stays, the page moves on to the next due card it carries,
+// and offline.js sends the queue again (on any page) until the server takes it. The
+// server replays a repeated key instead of counting the answer twice. Loaded with
+// answers waiting, the page sends them before it shows a card, so a card answered
+// offline is never shown again.
 (function () {
   "use strict";
   var article = document.getElementById("review-card");
@@ -15,15 +17,14 @@
   var form = document.getElementById("grade-form");
   if (!article || !details || !form) return;
 
-  var API = "/api/v1/reviews/";
-  var STORE = "study.review-queue.v1";
   var FLASH = "study.review-flash";
-  var learner = article.getAttribute("data-learner") || "";
+  var queue = window.studyOffline;
+  var root = document.documentElement;
+  var offlineCopy = root.hasAttribute("data-offline-copy");  // served by the service worker
   var statusBox = document.getElementById("offline-status");
   var flashBox = document.getElementById("review-flash");
   var submitted = false;
   var offlineMode = false;  // showing a card carried by the page, not one the server sent
-  var flushing = false;
 
   // --- Keys ------------------------------------------------------------------------
 
@@ -63,70 +64,18 @@
     if (!submitted) document.getElementById(id).click();
   }
 
-  // --- Offline queue ---------------------------------------------------------------
-
-  function readQueue() {
-    try {
-      var items = JSON.parse(window.localStorage.getItem(STORE) || "[]");
-      return Array.isArray(items) ? items : [];
-    } catch (e) {
-      return [];
-    }
-  }
-
-  function writeQueue(items) {
-    try { window.localStorage.setItem(STORE, JSON.stringify(items)); } catch (e) { /* full or blocked */ }
-  }
+  // --- Offline queue (static/js/offline.js keeps and sends it) ----------------------
 
   function myQueue() {
-    return readQueue().filter(function (item) { return item.learner === learner; });
+    return queue ? queue.mine() : [];
   }
 
-  function enqueue(item) {
-    var items = readQueue();
-    items.push(item);
-    writeQueue(items);
-  }
-
-  function dequeue(key) {
-    writeQueue(readQueue().filter(function (item) { return item.key !== key; }));
-  }
-
-  function newKey() {
-    if (window.crypto && window.crypto.randomUUID) return window.crypto.randomUUID();
-    var bytes = new Uint8Array(16);
-    window.crypto.getRandomValues(bytes);
-    return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
-  }
-
-  function csrfToken() {
-    var input = form.querySelector("input[name=csrfmiddlewaretoken]");
-    return input ? input.value : "";
-  }
-
-  // Resolves to the HTTP status, or to null when the network failed (the item stays queued).
-  function send(item) {
-    return fetch(API, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: {
-        "Content-Type": "application/json",
-        "Accept": "application/json",
-        "X-CSRFToken": csrfToken(),
-        "Idempotency-Key": item.key
-      },
-      body: JSON.stringify({ card: item.card, result: item.result })
-    }).then(function (response) {
-      // 201 recorded (or replayed); other 4xx answers will not change on a retry
-      // (already reviewed, left the queue). Server errors and throttling are retried.
-      var final = response.status < 500 && response.status !== 429;
-      if (final) dequeue(item.key);
-      return response.json().catch(function () { return null; }).then(function (body) {
-        return { status: final ? response.status : null, body: body };
-      });
-    }).catch(function () {
-      return { status: null, body: null };
-    });
+  // Answered already: waiting in the queue, or (on a copy of the page kept for offline
+  // use, saved before) sent from it lately.
+  function answered(card) {
+    var id = String(card);
+    if (myQueue().some(function (item) { return String(item.card) === id; })) return true;
+    return offlineCopy && queue.sentLately().indexOf(id) !== -1;
   }
 
   function showStatus() {
@@ -142,33 +91,14 @@
       " waiting to be sent. They go out by themselves when the connection returns.";
   }
 
-  function flush() {
-    if (flushing) return Promise.resolve();
-    var items = myQueue();
-    if (!items.length) { showStatus(); return Promise.resolve(); }
-    flushing = true;
-    var chain = Promise.resolve(true);
-    items.forEach(function (item) {
-      chain = chain.then(function (ok) {
-        if (!ok) return false;  // still offline: keep the rest for the next try
-        return send(item).then(function (answer) { return answer.status !== null; });
-      });
-    });
-    return chain.then(function () {
-      flushing = false;
-      showStatus();
-    });
-  }
-
   // --- Moving on without the server --------------------------------------------------
 
   function carriedCards() {
     var template = document.getElementById("offline-cards");
     if (!template) return [];
-    var queued = {};
-    myQueue().forEach(function (item) { queued[String(item.card)] = true; });
     return Array.prototype.filter.call(template.content.querySelectorAll("[data-card]"), function (node) {
-      return !queued[node.getAttribute("data-card")] && node.getAttribute("data-card") !== article.getAttribute("data-card");
+      var id = node.getAttribute("data-card");
+      return !answered(id) && id !== article.getAttribute("data-card");
     });
   }
 
@@ -182,7 +112,7 @@
     }
   }
 
-  function showCarried(node) {
+  function showCarried(node, keepFocus) {
     article.setAttribute("data-card", node.getAttribute("data-card"));
     form.querySelector("input[name=card]").value = node.getAttribute("data-card");
     document.getElementById("card-prompt-label").textContent = node.getAttribute("data-label");
@@ -191,7 +121,10 @@
     details.open = false;
     submitted = false;
     advanceProgress();
-    document.getElementById("show-answer").focus();
+    window.dispatchEvent(new CustomEvent("study:card", {
+      detail: { card: Number(node.getAttribute("data-card")), carried: true }
+    }));
+    if (!keepFocus) document.getElementById("show-answer").focus();
   }
 
   function replaceChildren(target, source) {
@@ -207,9 +140,14 @@
     document.getElementById("card-prompt").textContent =
       "No more cards can be shown offline. Reconnect to go on; your answers are kept.";
     document.getElementById("card-prompt-label").textContent = "Offline";
-    window.addEventListener("online", function () {
-      flush().then(function () { window.location.assign(window.location.pathname); });
-    }, { once: true });
+    window.dispatchEvent(new CustomEvent("study:card", { detail: { card: null, carried: true } }));
+    // Once everything waiting has been sent (by the timer, the "online" event or a
+    // grade in another tab), the server has the next cards.
+    window.addEventListener("study:queue", function reloadWhenSent(event) {
+      if (event.detail.waiting || !event.detail.sent) return;
+      window.removeEventListener("study:queue", reloadWhenSent);
+      window.location.assign(window.location.pathname);
+    });
   }
 
   function flash(text) {
@@ -236,16 +174,12 @@
   function grade(result) {
     if (submitted) return;
     submitted = true;  // one review per card, even on a repeated key press
-    var item = {
-      key: newKey(),
-      card: Number(article.getAttribute("data-card")),
-      result: result,
-      learner: learner,
-      at: new Date().toISOString()
-    };
-    enqueue(item);
-    send(item).then(function (answer) {
-      if (answer.status === null) {
+    var item = queue.enqueue({ card: Number(article.getAttribute("data-card")), result: result });
+    queue.flush().then(function (outcome) {
+      var answer = outcome.answers[item.key];
+      if (!answer || !answer.final) {
+        // Not sent (offline, or the server cannot take it now): it waits, and the
+        // page goes on with the cards it carries.
         offlineMode = true;
         showStatus();
         var next = carriedCards()[0];
@@ -257,19 +191,45 @@
         flash((result === "pass" ? "Good" : "Again") + ": next review in " + days + " day" + (days === 1 ? "" : "s") + ".");
       }
       if (offlineMode) {
-        // Back online in the middle of carried cards: send what waits, then go on.
-        flush().then(function () {
-          var next = carriedCards()[0];
-          if (next) showCarried(next); else window.location.assign(window.location.pathname);
-        });
+        // Back online in the middle of carried cards: go on with them.
+        showStatus();
+        var following = carriedCards()[0];
+        if (following) showCarried(following); else window.location.assign(window.location.pathname);
         return;
       }
-      flush().then(function () { window.location.assign(window.location.pathname); });
+      window.location.assign(window.location.pathname);
+    });
+  }
+
+  // On load with answers waiting: send them before showing a card. Once any is sent the
+  // page the server rendered is out of date, so it is loaded again; when none can be
+  // sent, the page goes on offline past the cards already answered.
+  function settle() {
+    if (!myQueue().length && !(offlineCopy && answered(article.getAttribute("data-card")))) {
+      root.removeAttribute("data-queue");
+      return;
+    }
+    if (statusBox) {
+      statusBox.hidden = false;
+      statusBox.textContent = "Sending the answers given offline\u2026";
+    }
+    queue.flush().then(function (outcome) {
+      if (outcome.sent && !outcome.waiting) {
+        window.location.replace(window.location.pathname);
+        return;
+      }
+      if (outcome.waiting || offlineCopy) offlineMode = true;
+      if (answered(article.getAttribute("data-card"))) {
+        var next = carriedCards()[0];
+        if (next) showCarried(next, true); else outOfCarriedCards();
+      }
+      showStatus();
+      root.removeAttribute("data-queue");
     });
   }
 
   form.addEventListener("submit", function (event) {
-    if (!window.fetch || !window.localStorage) return;  // the plain form post still works
+    if (!window.fetch || !window.localStorage || !queue) return;  // the plain form post still works
     event.preventDefault();
     var button = event.submitter;
     if (button && button.name === "result") grade(button.value);
@@ -281,8 +241,8 @@
       document.getElementById("grade-good").focus();
     }
   });
-  window.addEventListener("online", function () { flush(); });
+  window.addEventListener("study:queue", showStatus);
   window.addEventListener("offline", showStatus);
   showFlash();
-  flush();
+  if (queue) settle(); else root.removeAttribute("data-queue");
 })();

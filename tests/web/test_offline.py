@@ -2,7 +2,9 @@
 
 Chromium's network is switched off and on with ``context.set_offline``: answers given
 offline wait in localStorage with their Idempotency-Key and are sent once, when the
-connection returns.
+connection returns (on the ``online`` event, or by the retry timer where the browser
+never fires it). The service worker, sending from other pages and the controls offline
+are in test_offline_pages.py.
 """
 
 from __future__ import annotations
@@ -81,12 +83,12 @@ def test_answers_given_offline_are_queued_and_sent_once(live_server, page, due_d
     ) == {1}
     assert page.evaluate("localStorage.getItem('study.review-queue.v1')") == "[]"
 
-    # A queue that is sent again (a tab closed mid-send, say) replays, never counts twice.
+    # A queue that is sent again (a tab closed mid-send, say) replays, never counts twice;
+    # the next page that loads sends it, whichever it is.
     page.evaluate(
         "items => localStorage.setItem('study.review-queue.v1', JSON.stringify(items))", queued
     )
-    page.context.set_offline(True)
-    page.context.set_offline(False)
+    page.goto(f"{live_server.url}/profile/")
     wait_until(page, "localStorage.getItem('study.review-queue.v1') === '[]'")
     assert ReviewLog.objects.filter(learner=learner).count() == 2
     assert set(

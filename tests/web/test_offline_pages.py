@@ -1,0 +1,399 @@
+"""The review page offline through the service worker, the queue sent from any page,
+the timer that sends it when the browser never reports a connection, and the study
+controls while the server cannot be reached.
+
+Each state is checked at a phone width (390 px) and a desktop width (1280 px) with
+axe-core, and saved as ``artifacts/screenshots/offline-<state>-<width>.png``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+
+import pytest
+from django.utils import timezone
+
+from cards import services as card_services
+from cards.models import Card, ReviewLog, ReviewState
+from tests.web.conftest import wait_until
+
+from .conftest import log_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+WIDTHS = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1280, "height": 900}}
+QUEUE = "localStorage.getItem('study.review-queue.v1')"
+
+
+@pytest.fixture
+def due_deck(deck, learner):
+    """Three recall cards, all due today for ``learner``."""
+    for position, key in ((3, "softmax-rows"), (4, "causal-mask")):
+        Card.objects.create(
+            deck=deck,
+            key=key,
+            kind=Card.Kind.RECALL,
+            prompt=f"Prompt of {key}",
+            answer=f"Answer of {key}",
+            position=position,
+        )
+    card_services.enroll(learner=learner, deck=deck, at=timezone.now())
+    learner.review_states.filter(card__kind=Card.Kind.EXERCISE).delete()
+    learner.review_states.update(due_on=timezone.localdate() - dt.timedelta(days=1))
+    return deck
+
+
+@pytest.fixture(scope="module")
+def axe():
+    module = pytest.importorskip("axe_playwright_python.sync_playwright")
+    return module.Axe()
+
+
+@pytest.fixture(params=list(WIDTHS))
+def view(request, browser):
+    """A page at one of the two widths, named after it for the screenshots."""
+    width = request.param
+    phone = width == "phone"
+    context = browser.new_context(
+        viewport=WIDTHS[width],
+        device_scale_factor=2 if phone else 1,
+        is_mobile=phone,
+        has_touch=phone,
+    )
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    page.width_name = width
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def check(axe, screenshot):
+    """Save a screenshot of the page as it stands and fail on any axe violation."""
+
+    def run(page, name: str) -> None:
+        screenshot(page, f"offline-{name}-{page.width_name}")
+        results = axe.run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}})
+        violations = results.response["violations"]
+        report = [
+            f"{v['id']} ({v['impact']}): {v['help']} at "
+            + "; ".join(" ".join(node["target"]) for node in v["nodes"][:5])
+            for v in violations
+        ]
+        assert not violations, f"{name} at {page.width_name} width:\n" + "\n".join(report)
+        levels = page.eval_on_selector_all(
+            "h1, h2, h3, h4, h5, h6", "hs => hs.map(h => Number(h.tagName[1]))"
+        )
+        assert levels[:1] == [1], f"{name}: the first heading is not an h1: {levels}"
+        assert not [(a, b) for a, b in itertools.pairwise(levels) if b > a + 1], levels
+
+    return run
+
+
+def _card_id(page) -> int:
+    return int(page.get_attribute("#review-card", "data-card"))
+
+
+def _grade_good(page) -> int:
+    card = _card_id(page)
+    page.click("#show-answer")
+    page.click("#grade-good")
+    return card
+
+
+def _open_review_kept(page, live_server, learner) -> None:
+    """Log in, open /review/ and wait until the service worker controls it."""
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/review/")
+    wait_until(page, "navigator.serviceWorker.controller !== null")
+    # The pages are kept once the worker is installed; the review page is among them.
+    wait_until(
+        page,
+        "caches.keys().then(ns => Promise.all(ns.map(n => caches.open(n).then(c => c.keys()))))"
+        ".then(ls => ls.flat().some(r => new URL(r.url).pathname === '/review/'))",
+    )
+
+
+def _wait_for_logs(page, learner, count: int, timeout_ms: int = 10_000) -> None:
+    for _ in range(timeout_ms // 50):
+        if ReviewLog.objects.filter(learner=learner).count() >= count:
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError(f"the server never had {count} reviews")
+
+
+def _nav_badge(page) -> str:
+    return page.inner_text("#nav-due").strip()
+
+
+def test_the_review_page_loads_offline_after_a_first_visit(
+    live_server, view, due_deck, learner, check
+):
+    page = view
+    _open_review_kept(page, live_server, learner)
+    first = _card_id(page)
+    page.context.set_offline(True)
+    page.reload()
+    # Served by the worker from its cache, with its styles and scripts.
+    assert page.get_attribute("html", "data-offline-copy") == "1"
+    assert page.inner_text("h1") == "Review"
+    assert page.evaluate(
+        "getComputedStyle(document.querySelector('.site-header')).backgroundColor"
+    ) not in ("rgba(0, 0, 0, 0)", "transparent")
+    assert page.evaluate("typeof window.studyOffline") == "object"
+    assert _card_id(page) == first
+    check(page, "review-reloaded")
+
+    # Answers go on offline; reloaded again, the kept page skips the card answered.
+    _grade_good(page)
+    page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
+    second = _card_id(page)
+    assert second != first
+    page.reload()
+    page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
+    assert page.is_visible("#review-card")
+    assert _card_id(page) == second
+    assert page.inner_text("#review-progress") == "Card 2 of 3"
+    assert _nav_badge(page) == "2"  # the kept page's count, less the answer waiting
+    check(page, "review-reloaded-with-answer-waiting")
+    assert not ReviewLog.objects.filter(learner=learner).exists()
+
+    # A page never opened is the worker's own offline page, not the browser's error.
+    page.goto(f"{live_server.url}/playground/")
+    assert page.inner_text("h1") == "You are offline"
+    check(page, "page-never-opened")
+
+    page.context.set_offline(False)
+    page.goto(f"{live_server.url}/review/")
+    page.wait_for_selector("#review-card:visible")
+    assert ReviewLog.objects.filter(learner=learner).count() == 1
+    assert ReviewLog.objects.get(learner=learner).card_id == first
+
+
+def test_the_worker_keeps_no_api_answer_and_drops_old_versions(
+    live_server, page, due_deck, learner, monkeypatch
+):
+    _open_review_kept(page, live_server, learner)
+    page.evaluate("fetch('/api/v1/reviews/due/').then(r => r.json())")
+    page.goto(f"{live_server.url}/")
+    page.wait_for_load_state("networkidle")
+    kept = page.evaluate(
+        "caches.keys().then(ns => Promise.all(ns.map(n => caches.open(n)"
+        ".then(c => c.keys()).then(rs => [n, rs.map(r => new URL(r.url).pathname)]))))"
+    )
+    assert len(kept) == 1
+    name, paths = kept[0]
+    assert name.startswith("study-")
+    assert {"/review/", "/", "/static/css/site.css", "/static/js/offline.js"} <= set(paths)
+    assert not [path for path in paths if path.startswith("/api/")]
+
+    # A new version of the kept files names a new cache; the old one goes on activation.
+    monkeypatch.setattr("studyapp.views._offline_version", lambda: "next-version")
+    monkeypatch.setattr("studyapp.views._cached_offline_version", lambda: "next-version")
+    page.evaluate("navigator.serviceWorker.getRegistration().then(r => r.update())")
+    wait_until(page, "caches.keys().then(ns => ns.length === 1 && ns[0] === 'study-next-version')")
+
+
+def test_answers_queued_offline_are_sent_once_from_the_dashboard(
+    live_server, view, due_deck, learner, check
+):
+    page = view
+    _open_review_kept(page, live_server, learner)
+    assert _nav_badge(page) == "3"
+    page.context.set_offline(True)
+    first = _grade_good(page)
+    page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
+    second = _grade_good(page)
+    page.wait_for_selector("#offline-status:has-text('2 answers are waiting')")
+    assert _nav_badge(page) == "1"
+    check(page, "review-two-answers-waiting")
+
+    # The dashboard, kept by the worker, opens offline and keeps the queue.
+    page.goto(f"{live_server.url}/")
+    assert page.get_attribute("html", "data-offline-copy") == "1"
+    check(page, "dashboard-offline")
+    assert not ReviewLog.objects.filter(learner=learner).exists()
+
+    page.context.set_offline(False)
+    page.goto(f"{live_server.url}/")
+    wait_until(page, f"{QUEUE} === '[]'")
+    page.wait_for_selector("#nav-due:text-is('1')")
+    assert page.get_attribute("#nav-due", "aria-label") == "1 due"
+    logs = ReviewLog.objects.filter(learner=learner)
+    assert sorted(logs.values_list("card_id", flat=True)) == sorted([first, second])
+    assert set(
+        ReviewState.objects.filter(card_id__in=[first, second]).values_list("step", flat=True)
+    ) == {1}
+    check(page, "dashboard-sent")
+
+    # Other pages send again what a closed tab left mid-send: replayed, never counted twice.
+    page.evaluate(
+        "items => localStorage.setItem('study.review-queue.v1', JSON.stringify(items))",
+        [
+            {"key": key, "card": card, "result": "pass", "learner": str(learner.pk)}
+            for key, card in (("replay-1", first), ("replay-2", second))
+        ],
+    )
+    page.goto(f"{live_server.url}/profile/")
+    wait_until(page, f"{QUEUE} === '[]'")
+    assert ReviewLog.objects.filter(learner=learner).count() == 2
+
+
+def test_the_timer_sends_the_queue_when_the_browser_never_reports_a_connection(
+    live_server, view, due_deck, learner, check
+):
+    """The API fails, then answers, and the browser fires no "online" event.
+
+    On a machine whose only network is loopback ``navigator.onLine`` is false throughout
+    and this passes all the same.
+    """
+    page = view
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/review/")
+    page.evaluate("window.onlineEvents = 0; addEventListener('online', () => onlineEvents++)")
+    page.route("**/api/v1/reviews/", lambda route: route.abort("internetdisconnected"))
+    card = _grade_good(page)
+    page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
+    check(page, "review-server-unreachable")
+    assert not ReviewLog.objects.filter(learner=learner).exists()
+
+    page.unroute("**/api/v1/reviews/")
+    page.wait_for_selector(
+        "#offline-status:has-text('All answers given offline have been sent')", timeout=20_000
+    )
+    assert page.evaluate("onlineEvents") == 0
+    assert list(ReviewLog.objects.filter(learner=learner).values_list("card_id", flat=True)) == [
+        card
+    ]
+    page.wait_for_selector("#nav-due:text-is('2')")
+    check(page, "review-sent-by-the-timer")
+
+
+# Run in every document of the page, before its scripts: notes each frame in which a
+# given card is visible in #review-card, in sessionStorage so reloads keep the record.
+WATCH_CARD = """
+(() => {
+  const watch = () => {
+    const hidden = sessionStorage.getItem('watch-card');
+    const card = document.getElementById('review-card');
+    if (hidden && card && card.getAttribute('data-card') === hidden
+        && getComputedStyle(card).visibility === 'visible' && !card.hidden) {
+      sessionStorage.setItem('watch-seen', '1');
+    }
+    requestAnimationFrame(watch);
+  };
+  requestAnimationFrame(watch);
+})();
+"""
+
+
+def test_after_reconnecting_no_card_answered_offline_is_shown(
+    live_server, view, due_deck, learner, check
+):
+    page = view
+    log_in(page.context, live_server, learner)
+    page.context.add_init_script(WATCH_CARD)
+    page.goto(f"{live_server.url}/review/")
+    page.route("**/api/v1/reviews/", lambda route: route.abort("internetdisconnected"))
+    answered = _grade_good(page)
+    page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
+    page.evaluate("card => sessionStorage.setItem('watch-card', String(card))", answered)
+
+    # Reconnected: the server still has the answered card first until the queue is sent.
+    page.unroute("**/api/v1/reviews/")
+    page.goto(f"{live_server.url}/review/")
+    _wait_for_logs(page, learner, 1)
+    # The page reloads once the queue is sent, and shows its card only then.
+    page.wait_for_selector("html:not([data-queue]) #review-card:visible")
+    page.wait_for_load_state("load")
+    assert page.evaluate(QUEUE) == "[]"
+    assert _card_id(page) != answered
+    assert page.inner_text("#review-progress") == "Card 2 of 3"
+    assert page.get_attribute("html", "data-queue") is None
+    assert page.evaluate("sessionStorage.getItem('watch-seen')") is None
+    assert ReviewLog.objects.filter(learner=learner).count() == 1
+    check(page, "review-after-reconnect")
+
+
+def test_controls_wait_for_the_server_with_a_message(live_server, view, due_deck, learner, check):
+    page = view
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/review/")
+    _grade_good(page)  # online: Undo is offered for it
+    page.wait_for_selector("#undo-button")
+
+    # Offline, the next grade waits and the page goes on with a card it carries; the
+    # failed send is what tells the page (navigator.onLine may never change).
+    page.context.set_offline(True)
+    _grade_good(page)
+    page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
+    page.wait_for_selector("#controls-status:has-text('You are offline')")
+    assert page.get_attribute("#controls-status", "role") == "status"
+    for selector in ["#bury-button", "#suspend-button", "#report-send"]:
+        assert page.is_disabled(selector), selector
+    # The controls act on the card shown; the server's last grade is not the last one.
+    shown = _card_id(page)
+    assert f"/cards/{shown}/bury/" in page.get_attribute(
+        "#card-controls form:has(#bury-button)", "action"
+    )
+    assert f"/cards/{shown}/suspend/" in page.get_attribute(
+        "#card-controls form:has(#suspend-button)", "action"
+    )
+    assert page.input_value("#report-form input[name=card]") == str(shown)
+    assert page.is_hidden("#undo-form")
+    page.click("#report-toggle")
+    page.fill("#report-text", "The answer leaves out the scaling.")
+    check(page, "controls-offline")
+    assert ReviewLog.objects.filter(learner=learner).count() == 1
+
+    page.context.set_offline(False)
+    page.wait_for_selector("#controls-status:has-text('Back online')", timeout=20_000)
+    page.wait_for_selector("#offline-status:has-text('All answers given offline have been sent')")
+    for selector in ["#bury-button", "#suspend-button", "#report-send"]:
+        assert page.is_enabled(selector), selector
+    assert page.input_value("#report-text") == "The answer leaves out the scaling."
+    check(page, "controls-back-online")
+    with page.expect_navigation():
+        page.click("#report-send")
+    report = learner.reports.get()
+    assert (report.card_id, report.text) == (shown, "The answer leaves out the scaling.")
+    page.goto(f"{live_server.url}/review/")
+    with page.expect_navigation():
+        page.click("#bury-button")
+    assert ReviewLog.objects.filter(learner=learner).count() == 2
+
+
+def test_a_control_posted_while_the_server_does_not_answer_stays_on_the_page(
+    live_server, view, due_deck, learner, check
+):
+    """The browser says online; the server does not answer: no browser error page."""
+    page = view
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/review/")
+    _grade_good(page)  # online: Undo is offered for it
+    page.wait_for_selector("#undo-button")
+    shown = _card_id(page)
+    page.route("**/healthz", lambda route: route.abort("connectionrefused"))
+    page.route("**/cards/*/suspend/", lambda route: route.abort("connectionrefused"))
+    page.click("#suspend-button")
+    page.wait_for_selector("#controls-status:has-text('You are offline')")
+    assert page.url == f"{live_server.url}/review/"
+    for selector in ["#undo-button", "#bury-button", "#suspend-button", "#report-send"]:
+        assert page.is_disabled(selector), selector
+    page.keyboard.press("u")  # Undo's key does nothing either
+    page.wait_for_timeout(200)
+    assert page.url == f"{live_server.url}/review/"
+    assert ReviewLog.objects.filter(learner=learner).count() == 1
+    check(page, "controls-server-unreachable")
+    assert not ReviewState.objects.get(learner=learner, card_id=shown).suspended
+
+    page.unroute("**/healthz")
+    page.unroute("**/cards/*/suspend/")
+    # The next request that reaches the server (here: a probe on "online") turns them back on.
+    page.evaluate("dispatchEvent(new Event('online'))")
+    page.wait_for_selector("#controls-status:has-text('Back online')")
+    with page.expect_navigation():
+        page.click("#suspend-button")
+    assert ReviewState.objects.get(learner=learner, card_id=shown).suspended
