@@ -12,7 +12,6 @@ put a sandbox of its own in its place (one that runs nothing and hands back a
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
+from . import sandbox
 from .spec import Call, Lab, RunResult, TestOutcome, Verdict
 
 logger = logging.getLogger(__name__)
@@ -40,14 +40,22 @@ class RunnerUnavailable(Exception):
         self.reason = reason
 
 
-def _sandbox() -> Any:
-    return importlib.import_module("labs.sandbox")
+def lab_limits() -> sandbox.Limits:
+    """The limits of one run, from the settings (``STUDY_LAB_*``)."""
+    return sandbox.Limits(
+        cpu_seconds=max(1, round(settings.STUDY_LAB_CPU_SECONDS)),
+        wall_seconds=settings.STUDY_LAB_WALL_SECONDS,
+        memory_bytes=settings.STUDY_LAB_MEMORY_MB * 2**20,
+        processes=settings.STUDY_LAB_PROCESSES,
+        file_bytes=settings.STUDY_LAB_FILE_MB * 2**20,
+        output_bytes=settings.STUDY_LAB_OUTPUT_KB * 1024,
+    )
 
 
 def sandbox_unavailable() -> str | None:
     """Why no sandbox can start here, in words; None when one can."""
     try:
-        reason = _sandbox().unavailable()
+        reason = sandbox.unavailable()
     except Exception:
         logger.exception("The sandbox check failed")
         return "the sandbox check failed; see the service's log"
@@ -56,12 +64,10 @@ def sandbox_unavailable() -> str | None:
 
 def sandbox_run(code: str, calls: Sequence[Call]) -> RunResult:
     """Run ``code`` in the sandbox and make ``calls``; ``RunnerUnavailable`` without one."""
-    sandbox = _sandbox()
     try:
-        result: RunResult = sandbox.run(code, calls)
+        return sandbox.run(code, calls, limits=lab_limits())
     except sandbox.SandboxUnavailable as exc:
-        raise RunnerUnavailable(str(exc)) from exc
-    return result
+        raise RunnerUnavailable(exc.reason) from exc
 
 
 @dataclass(frozen=True)

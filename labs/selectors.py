@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from .catalogue import LABS
 from .models import Submission
 from .spec import Lab
 
@@ -17,8 +18,6 @@ class LabNotFound(LookupError):
 
 def catalogue() -> Mapping[str, Lab]:
     """Every lab by slug, in the catalogue's order (``labs.catalogue.LABS``)."""
-    from .catalogue import LABS
-
     return LABS
 
 

@@ -200,7 +200,7 @@ STUDY_LEECH_LAPSES = int(os.environ.get("STUDY_LEECH_LAPSES", "8"))
 STUDY_LAB_CPU_SECONDS = float(os.environ.get("STUDY_LAB_CPU_SECONDS", "5"))
 STUDY_LAB_WALL_SECONDS = float(os.environ.get("STUDY_LAB_WALL_SECONDS", "10"))
 STUDY_LAB_MEMORY_MB = int(os.environ.get("STUDY_LAB_MEMORY_MB", "512"))
-STUDY_LAB_PROCESSES = int(os.environ.get("STUDY_LAB_PROCESSES", "16"))
+STUDY_LAB_PROCESSES = int(os.environ.get("STUDY_LAB_PROCESSES", "32"))
 STUDY_LAB_FILE_MB = int(os.environ.get("STUDY_LAB_FILE_MB", "8"))
 STUDY_LAB_OUTPUT_KB = int(os.environ.get("STUDY_LAB_OUTPUT_KB", "64"))
 # What a submission keeps of the printed output (characters); the rest is cut with a note.
