@@ -275,3 +275,46 @@ def test_stats_forecast_counts_lab_cards(api, enrolled, sandbox):
     assert stats["forecast"][1] == {"date": "2026-03-03", "count": 2}
     with time_machine.travel(DUE, tick=False):
         assert api.get("/api/v1/stats/").json()["due_today"] == 2
+
+
+def test_the_admin_card_editor_offers_the_catalogues_labs(lab_deck, sandbox):
+    from cards.forms import CardAdminForm
+
+    def form(**values):
+        data = {
+            "deck": lab_deck.pk,
+            "key": "",
+            "kind": "lab",
+            "position": 0,
+            "is_active": "on",
+            "prompt": "A lab card",
+            "answer": "",
+            "exercise": "null",
+            **values,
+        }
+        return CardAdminForm(data=data)
+
+    good = form(lab="tiny")
+    assert good.is_valid(), good.errors
+    assert good.save().lab == "tiny"
+    assert "tiny" in str(good["lab"])  # offered in the select
+    unknown = form(lab="nope")
+    assert not unknown.is_valid() and "got 'nope'" in unknown.errors["lab"][0]
+    missing = form(lab="")
+    assert not missing.is_valid() and "lab" in missing.errors
+    on_recall = form(kind="recall", answer="a", lab="tiny")
+    assert not on_recall.is_valid() and "Only lab cards" in on_recall.errors["lab"][0]
+
+
+def test_staff_read_submissions_in_the_admin_and_cannot_change_them(
+    admin_client, api, enrolled, sandbox, submit
+):
+    result = submit(api)
+    listing = admin_client.get("/admin/labs/submission/", {"lab": "tiny", "status": "done"})
+    assert listing.status_code == 200 and "alice" in listing.content.decode()
+    assert admin_client.get("/admin/labs/submission/", {"q": "alice"}).status_code == 200
+    page = admin_client.get(f"/admin/labs/submission/{result['id']}/change/")
+    assert page.status_code == 200 and "return 2 * x" in page.content.decode()
+    assert admin_client.get("/admin/labs/submission/add/").status_code == 403
+    deleted = admin_client.post(f"/admin/labs/submission/{result['id']}/delete/", {"post": "yes"})
+    assert deleted.status_code == 403
