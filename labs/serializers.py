@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import Submission
@@ -32,10 +33,13 @@ class LabSerializer(serializers.Serializer):
         }
 
 
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": 65536})
+class CodeField(serializers.JSONField):
+    """The code as sent, whatever its JSON type: ``validate_code`` says what is wrong."""
+
+
 class SubmissionCreateSerializer(serializers.Serializer):
-    code = serializers.JSONField(
-        help_text="Python source, UTF-8, at most 64 KiB (65,536 bytes), not empty."
-    )
+    code = CodeField(help_text="Python source, UTF-8, at most 64 KiB (65,536 bytes), not empty.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(self.initial_data) - set(self.fields), key=str)

@@ -217,3 +217,29 @@ def test_wrong_values_name_what_came_back(fake):
     fake.reply = wrong
     graded = grading.grade(lab=TINY, code=CODE, seed=1)
     assert graded.passed is False and "expected" in graded.tests[0]["message"]
+
+
+def test_the_filesystem_broker_keeps_the_labs_queue_apart(tmp_path, settings):
+    # The embedded default: kombu's filesystem broker. A grading task lands in the labs
+    # queue only, so the study core's worker (-Q celery) never takes it.
+    from celery import Celery
+
+    queue, control = tmp_path / "queue", tmp_path / "control"
+    queue.mkdir()
+    app = Celery(
+        "study-broker-check",
+        broker="filesystem://",
+        broker_transport_options={
+            "data_folder_in": str(queue),
+            "data_folder_out": str(queue),
+            "control_folder": str(control),
+        },
+        task_routes=settings.CELERY_TASK_ROUTES,
+    )
+    app.send_task(tasks.grade_submission.name, args=[1])
+    assert [p.name.split(".", 1)[1] for p in queue.iterdir()] == ["labs.msg"]
+    with app.connection_for_read() as connection:
+        assert connection.SimpleQueue("celery").qsize() == 0
+        labs = connection.SimpleQueue("labs")
+        assert labs.qsize() == 1
+        assert labs.get(timeout=1).headers["task"] == "labs.tasks.grade_submission"
