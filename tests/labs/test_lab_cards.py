@@ -318,3 +318,17 @@ def test_staff_read_submissions_in_the_admin_and_cannot_change_them(
     assert admin_client.get("/admin/labs/submission/add/").status_code == 403
     deleted = admin_client.post(f"/admin/labs/submission/{result['id']}/delete/", {"post": "yes"})
     assert deleted.status_code == 403
+
+
+def test_my_submissions_are_in_my_export_and_go_with_my_account(
+    api, learner, enrolled, sandbox, submit
+):
+    result = submit(api)
+    exported = api.get("/api/v1/me/export/").json()["lab_submissions"]
+    assert [(s["id"], s["lab"], s["code"], s["passed"]) for s in exported] == [
+        (result["id"], "tiny", CODE, True)
+    ]
+    from labs.models import Submission
+
+    learner.delete()
+    assert not Submission.objects.exists() and not LabBinding.objects.exists()
