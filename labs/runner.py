@@ -5,6 +5,7 @@ inside bubblewrap, with only the standard library and NumPy importable. It reads
 JSON document from stdin, ``{"code": str, "calls": [{"key", "function", "args",
 "kwargs"}]}``, and writes what happens as JSON lines to RESULT_FD, never to stdout:
 
+    {"event": "loading"}                                 (the learner's code starts)
     {"event": "loaded"} | {"event": "load_error", "message": "..."}
     {"event": "call", "key": k}                          (a call starts)
     {"event": "returned", "key": k, "value": <encoded>}  or  ..., "error": "..."}
@@ -301,6 +302,7 @@ def _prepare(processes: int) -> None:
 
 def _load(code: str, channel: Channel) -> dict[str, Any] | None:
     namespace: dict[str, Any] = {"__name__": "solution", "__file__": SOLUTION_FILENAME}
+    channel.emit(event="loading")
     try:
         compiled = compile(code, SOLUTION_FILENAME, "exec", dont_inherit=True)
         exec(compiled, namespace)  # inside the sandbox: this is what it is for
