@@ -1,22 +1,21 @@
 """Grading: what a run becomes (``labs.grading``), the task's guarantees, and whole
 submissions through the real sandbox.
 
-Units use ``tiny_lab.FakeSandbox``, which runs nothing. The tests marked ``sandbox_run``
+Units use ``tiny_lab.FakeSandbox``, which runs nothing. The tests marked ``sandbox``
 go through ``labs.sandbox`` itself: the only place any submitted source runs.
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
-from labs import grading, sandbox, services, tasks
+from labs import grading, services, tasks
 from labs.models import Submission
 from labs.spec import Returned, RunResult, Verdict
 from labs.spec import TestOutcome as Outcome
 
+from . import require_sandbox
 from .tiny_lab import TINY, FakeSandbox, install, right, wrong
 
 CODE = "def double(x):\n    return 2 * x\n"
@@ -166,12 +165,6 @@ def test_the_task_goes_to_the_labs_queue(settings):
 
 # --- the real sandbox --------------------------------------------------------------
 
-REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
-_REASON = sandbox.unavailable()
-sandbox_run = pytest.mark.skipif(
-    _REASON is not None and not REQUIRE_SERVICES, reason=f"no sandbox here: {_REASON}"
-)
-
 
 @pytest.fixture
 def small_limits(settings):
@@ -179,11 +172,12 @@ def small_limits(settings):
     settings.STUDY_LAB_WALL_SECONDS = 4
 
 
-@sandbox_run
+@pytest.mark.sandbox
 @pytest.mark.django_db
 def test_a_labs_reference_passes_through_the_sandbox_and_the_api(
     api, monkeypatch, django_capture_on_commit_callbacks, small_limits
 ):
+    require_sandbox()
     monkeypatch.setattr(tasks.grade_submission, "delay", tasks.grade_submission)
     from labs.catalogue import LABS
 
@@ -198,11 +192,12 @@ def test_a_labs_reference_passes_through_the_sandbox_and_the_api(
     assert [t["name"] for t in result["tests"]] == list(lab.tests)
 
 
-@sandbox_run
+@pytest.mark.sandbox
 @pytest.mark.django_db
 def test_an_endless_loop_is_done_not_passed_naming_the_limit(
     api, monkeypatch, django_capture_on_commit_callbacks, small_limits
 ):
+    require_sandbox()
     monkeypatch.setattr(tasks.grade_submission, "delay", tasks.grade_submission)
     code = "def causal_mask(n):\n    while True:\n        pass\n"
     with django_capture_on_commit_callbacks(execute=True):
