@@ -32,3 +32,17 @@ def test_mailed_links_follow_the_port_served():
 def test_an_explicit_site_url_wins():
     env = environment_after_the_prelude(PORT="9000", SITE_URL="https://study.example.org")
     assert env["SITE_URL"] == "https://study.example.org"
+
+
+def test_lab_submissions_have_a_worker_of_their_own():
+    # The study core's worker takes the default queue only; the labs worker the labs queue
+    # (CELERY_TASK_ROUTES sends labs.tasks.* there).
+    workers = [
+        line.split()
+        for line in (ROOT / "bin" / "run").read_text().splitlines()
+        if line.startswith('"$CELERY" -A studyapp worker')
+    ]
+    queues = sorted(words[words.index("-Q") + 1] for words in workers)
+    assert queues == ["celery", "labs"]
+    labs = next(words for words in workers if "labs" in words)
+    assert "--concurrency=2" in labs and "labs@%h" in labs

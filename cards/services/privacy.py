@@ -18,6 +18,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from labs.models import Submission
+
 from .. import selectors
 from ..models import Enrollment, Reminder, Report, ReviewLog, ReviewState
 from . import review_days
@@ -125,6 +127,25 @@ def _reports(user: Any) -> list[Mapping[str, Any]]:
     return list(Report.objects.filter(learner=user).order_by("pk").values())
 
 
+def _lab_submissions(user: Any) -> list[Mapping[str, Any]]:
+    rows = Submission.objects.filter(learner=user).order_by("pk")
+    return list(
+        rows.values(
+            "id",
+            "lab",
+            "code",
+            "status",
+            "passed",
+            "tests",
+            "diagnosis",
+            "output",
+            "duration_ms",
+            "created_at",
+            "finished_at",
+        )
+    )
+
+
 EXPORT_SECTIONS: dict[str, Callable[[Any], object]] = {
     "profile": _profile,
     "enrollments": _enrollments,
@@ -134,6 +155,7 @@ EXPORT_SECTIONS: dict[str, Callable[[Any], object]] = {
     "predictions": _predictions,
     "reports": _reports,
     "reminders": _reminders,
+    "lab_submissions": _lab_submissions,
 }
 
 

@@ -62,6 +62,9 @@ def review(request: HttpRequest) -> HttpResponse:
                     exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
                 )
             )
+    if state.card.kind == Card.Kind.LAB:
+        # Reviewed by submitting the lab (cards.services.lab_reviews), on the lab's page.
+        context["lab_url"] = f"/labs/{state.card.lab}/"
     context["skipped"] = shown.skipped
     context.update(controls_context(learner, today, state.card, exercise))
     return render(request, "cards/review.html", context)
@@ -88,6 +91,8 @@ def _review_post(request: HttpRequest) -> HttpResponse:
         )
     except services.NotScheduled:
         messages.warning(request, "That card is not in your review queue any more.")
+    except services.LabCardReview:
+        messages.warning(request, "Lab cards are reviewed by submitting their lab.")
     except services.ExerciseCardReview:
         messages.warning(request, "Exercise cards are reviewed by submitting their exercise.")
     else:
