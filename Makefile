@@ -1,5 +1,5 @@
-# Two commands: `make run` serves the site with a Celery worker and beat,
-# `make test` runs ruff, mypy, lint-imports and the whole pytest suite with coverage.
+# Two commands: `make run` serves the site with Celery workers (the study core's and the
+# labs') and beat, `make test` runs ruff, mypy, lint-imports and the whole pytest suite with coverage.
 # Installs come from the pinned lock files in requirements/; `make lock` regenerates
 # them from the ranges in pyproject.toml.
 SHELL := /bin/bash

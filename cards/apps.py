@@ -1,13 +1,16 @@
 """The study core's app. At start-up it connects its signals, keeps the default beat
 schedules in the database, and registers the review side of exercises
 (``exercises.reviews``): where the exercise pages submit, the review page, and the card
-an exercise was handed out for. ``exercises`` learns of ``cards`` through nothing else."""
+an exercise was handed out for. ``exercises`` learns of ``cards`` through nothing else.
+It registers the review side of labs too (``labs.reviews``): which submission reviews a
+lab card, and recording that review."""
 
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 from django.urls import reverse
 
 from exercises.reviews import ReviewSide, register
+from labs import reviews as lab_reviews
 
 
 def exercise_submit_url(exercise_id: int) -> str:
@@ -26,6 +29,7 @@ class CardsConfig(AppConfig):
         from . import signals  # noqa: F401
         from .beat import sync_default_schedule_on_migrate
         from .services.exercise_reviews import bound_card_id
+        from .services.lab_reviews import lab_graded, lab_submitted
 
         # Default beat schedules reach the database on every migrate (missing ones only).
         post_migrate.connect(
@@ -41,3 +45,5 @@ class CardsConfig(AppConfig):
                 bound_card_id=bound_card_id,
             )
         )
+        # A lab submission binds and records the review of its lab card (labs.reviews).
+        lab_reviews.register(lab_reviews.ReviewSide(submitted=lab_submitted, graded=lab_graded))

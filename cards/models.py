@@ -38,6 +38,7 @@ class Card(models.Model):
         RECALL = "recall", "Recall"
         INTERVIEW = "interview", "Interview question"
         EXERCISE = "exercise", "Exercise"
+        LAB = "lab", "Lab"
 
     deck = models.ForeignKey(Deck, on_delete=models.CASCADE, related_name="cards")
     key = models.SlugField(
@@ -55,6 +56,15 @@ class Card(models.Model):
         null=True,
         blank=True,
         help_text='For exercise cards: {"kind": ..., "params": {...}}.',
+    )
+    # Null, not "", for the cards that name no lab: the constraint below and the API's
+    # `lab: null` read it as the exercise spec is read.
+    lab = models.SlugField(  # noqa: DJ001
+        max_length=80,
+        db_index=False,
+        null=True,
+        blank=True,
+        help_text="For lab cards: the slug of the lab (GET /api/v1/labs/) that reviews it.",
     )
     position = models.PositiveIntegerField(default=0, help_text="Order within the deck.")
     is_active = models.BooleanField(default=True)
@@ -81,6 +91,11 @@ class Card(models.Model):
                 condition=Q(kind="exercise", exercise__isnull=False)
                 | (~Q(kind="exercise") & Q(exercise__isnull=True)),
                 name="card_exercise_iff_kind_exercise",
+            ),
+            models.CheckConstraint(
+                condition=(Q(kind="lab", lab__isnull=False) & ~Q(lab=""))
+                | (~Q(kind="lab") & Q(lab__isnull=True)),
+                name="card_lab_iff_kind_lab",
             ),
         ]
 
@@ -481,6 +496,37 @@ class ExerciseBinding(models.Model):
     def is_spent(self) -> bool:
         """``SPENT`` for this row (reads its exercise)."""
         return self.review_id is None and self.exercise.attempts_used > 0
+
+
+class LabBinding(models.Model):
+    """Ties a lab submission to the review of a lab card on one study day.
+
+    The first submission of a lab on a study day while its card is due is bound here
+    (one binding per learner, card and day); when it is judged, its result records the
+    card's review (``review``). A submission the sandbox could not run frees its
+    binding, so the next submission counts (``cards.services.lab_reviews``).
+    """
+
+    learner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    card = models.ForeignKey(Card, on_delete=models.CASCADE, related_name="lab_bindings")
+    study_day = models.DateField()
+    submission = models.ForeignKey(
+        "labs.Submission", on_delete=models.CASCADE, related_name="bindings"
+    )
+    review = models.OneToOneField(
+        ReviewLog, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["learner", "card", "study_day"], name="lab_binding_once_per_card_day"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Lab submission {self.submission_id} for card {self.card_id} on {self.study_day}"
 
 
 class Report(models.Model):

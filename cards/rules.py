@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from exercises.kinds import KINDS, ParamError, UnknownKindError, get_kind
+from labs.selectors import catalogue
 from studyapp.common.rendering import formula_renders, formulas
 
-CARD_KINDS = ("recall", "interview", "exercise")
+CARD_KINDS = ("recall", "interview", "exercise", "lab")
 ANSWERED_KINDS = ("recall", "interview")
 MAX_TEXT_CHARS = 20_000
 KEY_MAX = 100
@@ -97,8 +98,11 @@ def exercise_problems(spec: Any) -> Problems:
     return problems
 
 
-def card_problems(*, kind: Any, prompt: Any, answer: Any, exercise: Any) -> Problems:
-    """Problems of a card's content, keyed by field (``exercise.*`` for the exercise spec)."""
+def card_problems(
+    *, kind: Any, prompt: Any, answer: Any, exercise: Any, lab: Any = None
+) -> Problems:
+    """Problems of a card's content, keyed by field (``exercise.*`` for the exercise spec;
+    ``lab`` for a lab card's lab slug)."""
     problems: Problems = {}
     if kind not in CARD_KINDS:
         _add(problems, "kind", f"Expected one of {', '.join(CARD_KINDS)}, got {kind!r}.")
@@ -111,6 +115,7 @@ def card_problems(*, kind: Any, prompt: Any, answer: Any, exercise: Any) -> Prob
         article = "An" if kind == "interview" else "A"
         _add(problems, "answer", f"{article} {kind} card needs an answer (Markdown).")
     _card_exercise_problems(problems, kind, exercise)
+    _card_lab_problems(problems, kind, lab)
     return problems
 
 
@@ -139,6 +144,25 @@ def _card_exercise_problems(problems: Problems, kind: Any, exercise: Any) -> Non
             "exercise",
             f"Only exercise cards carry one; expected null for a {kind} card.",
         )
+
+
+def lab_problems(slug: Any) -> list[str]:
+    """Problems of a lab card's lab: the slug of a lab the catalogue offers."""
+    labs = catalogue()
+    if not isinstance(slug, str) or not slug:
+        return [f"Expected the slug of a lab ({', '.join(labs)}), got {type_name(slug)}."]
+    if slug not in labs:
+        return [f"Expected the slug of a lab ({', '.join(labs)}), got {slug!r}."]
+    return []
+
+
+def _card_lab_problems(problems: Problems, kind: Any, lab: Any) -> None:
+    """A lab card names its lab; another kind of card names none."""
+    if kind == "lab":
+        for message in lab_problems(lab):
+            _add(problems, "lab", message)
+    elif lab is not None and kind in CARD_KINDS:
+        _add(problems, "lab", f"Only lab cards name a lab; expected null for a {kind} card.")
 
 
 def key_problems(key: Any, *, taken: bool = False) -> Problems:

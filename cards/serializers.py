@@ -146,6 +146,29 @@ class ExerciseSpecSerializer(serializers.Serializer):
 
 @extend_schema_field(
     {
+        "type": "object",
+        "nullable": True,
+        "properties": {"slug": {"type": "string", "description": "The lab's slug (labs/)."}},
+        "required": ["slug"],
+        "description": "For lab cards: the lab that reviews the card; null for the others.",
+    }
+)
+class LabRefField(serializers.Field):
+    """A lab card's lab as ``{slug}``; the slug itself is checked by the card rules."""
+
+    def to_representation(self, slug):
+        return {"slug": slug}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict) or set(data) != {"slug"}:
+            raise serializers.ValidationError(
+                f"Expected {{slug}} naming a lab, got {rules.type_name(data)}."
+            )
+        return data["slug"]
+
+
+@extend_schema_field(
+    {
         "type": "array",
         "items": {"type": "string", "pattern": TAG_RE.pattern},
         "maxItems": 20,
@@ -175,6 +198,7 @@ class CardSerializer(serializers.ModelSerializer):
     answer = StrictCharField(max_length=20000, allow_blank=True, required=False, default="")
     tags = TagListField(required=False)
     exercise = ExerciseSpecSerializer(allow_null=True, required=False, default=None)
+    lab = LabRefField(allow_null=True, required=False, default=None)
     key = serializers.SlugField(max_length=100, required=False, allow_blank=True)
     position = StrictIntegerField(min_value=0, max_value=1_000_000, required=False)
     active = StrictBooleanField(source="is_active", required=False, default=True)
@@ -190,6 +214,7 @@ class CardSerializer(serializers.ModelSerializer):
             "answer",
             "tags",
             "exercise",
+            "lab",
             "position",
             "active",
             "created_at",
@@ -210,6 +235,7 @@ class CardSerializer(serializers.ModelSerializer):
             prompt=current("prompt", ""),
             answer=current("answer", ""),
             exercise=current("exercise", None),
+            lab=current("lab", None),
         )
         deck, key = current("deck", None), current("key", "")
         if key and not problems:

@@ -194,6 +194,18 @@ STUDY_EXERCISE_TTL_DAYS = 7
 # A card failed this many times (net of undos) is a leech for that learner.
 STUDY_LEECH_LAPSES = int(os.environ.get("STUDY_LEECH_LAPSES", "8"))
 
+# --- Labs (docs/labs-api.md) -----------------------------------------------------
+# The limits of one run of a learner's code in the sandbox (labs.grading.lab_limits);
+# code that breaks one is judged not passed, with a message naming the limit.
+STUDY_LAB_CPU_SECONDS = float(os.environ.get("STUDY_LAB_CPU_SECONDS", "5"))
+STUDY_LAB_WALL_SECONDS = float(os.environ.get("STUDY_LAB_WALL_SECONDS", "10"))
+STUDY_LAB_MEMORY_MB = int(os.environ.get("STUDY_LAB_MEMORY_MB", "512"))
+STUDY_LAB_PROCESSES = int(os.environ.get("STUDY_LAB_PROCESSES", "32"))
+STUDY_LAB_FILE_MB = int(os.environ.get("STUDY_LAB_FILE_MB", "8"))
+STUDY_LAB_OUTPUT_KB = int(os.environ.get("STUDY_LAB_OUTPUT_KB", "64"))
+# What a submission keeps of the printed output (characters); the rest is cut with a note.
+STUDY_LAB_OUTPUT_CHARS = int(os.environ.get("STUDY_LAB_OUTPUT_CHARS", "20000"))
+
 # --- Operations --------------------------------------------------------------
 # Bearer token for /metrics (staff may read it with their session); unset: staff only.
 STUDY_METRICS_TOKEN = os.environ.get("STUDY_METRICS_TOKEN", "")
@@ -278,6 +290,9 @@ CELERY_TASK_SOFT_TIME_LIMIT = 14 * 60
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# Lab submissions run learner code in the sandbox: their own queue and worker
+# (`celery -A studyapp worker -Q labs`), so a burst of them never delays the study core.
+CELERY_TASK_ROUTES = {"labs.tasks.*": {"queue": "labs"}}
 # django-celery-beat's DatabaseScheduler, except that it writes the defaults below
 # only when missing, so staff edits in the admin survive a restart of beat.
 CELERY_BEAT_SCHEDULER = "cards.beat:DefaultsOnceScheduler"
@@ -329,6 +344,7 @@ STUDY_THROTTLE_DEFAULTS = {
     "exercise_create": "120/minute",  # per learner
     "exercise_submit": "120/minute",  # per learner
     "playground": "60/minute",  # per learner
+    "lab_submit": "10/minute",  # per learner: each submission runs code in the sandbox
     "user": "1200/minute",  # per learner, every other authenticated request
 }
 

@@ -19,6 +19,7 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("api/v1/", include("cards.urls")),
     path("api/v1/", include("exercises.urls")),
+    path("api/v1/", include("labs.urls")),
     # Unknown API routes answer JSON, in debug mode too (where handler404 is not used).
     re_path(r"^api/", views.api_not_found),
     path("", include("exercises.web_urls")),

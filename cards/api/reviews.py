@@ -176,6 +176,11 @@ def _review_refused(exc: Exception) -> Response:
         return Response({"detail": str(exc)}, status=code)
     if isinstance(exc, services.NotDue):
         return Response({"detail": str(exc), "due_on": exc.due_on}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, services.LabCardReview):
+        return Response(
+            {"card": ["This is a lab card: submit its lab (labs/{slug}/submissions/) instead."]},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     if isinstance(exc, services.ExerciseCardReview):
         return Response(
             {

@@ -37,6 +37,7 @@ class CardSpec:
     exercise: dict | None
     active: bool
     key_given: bool
+    lab: str | None = None
 
 
 @dataclass(frozen=True)
@@ -221,6 +222,7 @@ class CardEntrySerializer(_Strict):
     answer = _AsGiven(default="")
     tags = _TagList(required=False, default=list)
     exercise = _AsGiven(default=None)
+    lab = _AsGiven(default=None)
     active = _Flag(required=False, default=True)
 
     def validate(self, attrs):
@@ -231,6 +233,7 @@ class CardEntrySerializer(_Strict):
             prompt=attrs.get("prompt"),
             answer=attrs["answer"],
             exercise=attrs.get("exercise"),
+            lab=attrs.get("lab"),
         )
         if problems:
             raise serializers.ValidationError(
@@ -339,6 +342,7 @@ def _card_specs(
                 exercise=values["exercise"],
                 active=values["active"],
                 key_given=bool(values.get("key")),
+                lab=values["lab"],
             )
         )
     return cards

@@ -17,6 +17,10 @@ class ExerciseCardReview(ReviewError):
     """Exercise cards are reviewed by submitting their exercise."""
 
 
+class LabCardReview(ExerciseCardReview):
+    """Lab cards are reviewed by submitting their lab (the first submission of a study day)."""
+
+
 class NotDue(ReviewError):
     def __init__(self, due_on: dt.date):
         super().__init__(f"This card is not due until {due_on.isoformat()}.")

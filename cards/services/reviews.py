@@ -18,7 +18,7 @@ from .. import ladder, selectors
 from ..db.inserts import inserted, raw_insert
 from ..db.reviews import move_and_log
 from ..models import Card, IdempotencyKey, ReviewLog, ReviewState
-from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled
+from .errors import ExerciseCardReview, IdempotencyConflict, LabCardReview, NotDue, NotScheduled
 
 
 def _advance(
@@ -71,6 +71,8 @@ def review_record(
         raise NotScheduled()
     if state.card.kind == Card.Kind.EXERCISE:
         raise ExerciseCardReview()
+    if state.card.kind == Card.Kind.LAB:
+        raise LabCardReview()
     today = selectors.learner_today(learner=learner, at=at)
     return _advance(
         learner=learner, state=state, result=result, today=today, at=at, key=idempotency_key
@@ -81,7 +83,8 @@ def review_record(
 def exercise_review_record(
     *, learner: Any, card_id: int, passed: bool, today: dt.date, at: dt.datetime
 ) -> ReviewLog:
-    """Record the review of an exercise card from the first submission of its bound exercise.
+    """Record the review of an exercise card from the first submission of its bound exercise,
+    or of a lab card from its bound lab submission (``cards.services.lab_reviews``).
 
     The caller's transaction holds the learner's lock (``learner_lock``) already.
     """

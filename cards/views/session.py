@@ -88,6 +88,8 @@ def _review_post(request: HttpRequest) -> HttpResponse:
         )
     except services.NotScheduled:
         messages.warning(request, "That card is not in your review queue any more.")
+    except services.LabCardReview:
+        messages.warning(request, "Lab cards are reviewed by submitting their lab.")
     except services.ExerciseCardReview:
         messages.warning(request, "Exercise cards are reviewed by submitting their exercise.")
     else:

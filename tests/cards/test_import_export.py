@@ -107,7 +107,7 @@ BAD_FILES = [
     (_set(["cards", 2, "promt"], "typo"), "cards[2].promt: unknown field"),
     (
         _set(["cards", 1, "kind"], "quiz"),
-        "cards[1].kind: expected one of recall, interview, exercise, got 'quiz'",
+        "cards[1].kind: expected one of recall, interview, exercise, lab, got 'quiz'",
     ),
     (_drop(["cards", 0, "prompt"]), "cards[0].prompt: expected Markdown text, got null"),
     (
@@ -186,7 +186,7 @@ def test_formula_errors_are_listed_with_the_other_problems():
         deck_import(data=doc)
     assert excinfo.value.errors == [
         "cards[0].answer: math does not render: $\\left( x$",
-        "cards[2].kind: expected one of recall, interview, exercise, got 'quiz'",
+        "cards[2].kind: expected one of recall, interview, exercise, lab, got 'quiz'",
     ]
 
 
@@ -485,7 +485,7 @@ def test_import_deck_command_refuses_a_bad_file_and_imports_nothing(tmp_path):
         call_command("import_deck", str(path), stdout=io.StringIO())
     message = str(excinfo.value)
     assert "2 problem(s); nothing was imported" in message
-    assert "cards[1].kind: expected one of recall, interview, exercise, got 'quiz'" in message
+    assert "cards[1].kind: expected one of recall, interview, exercise, lab, got 'quiz'" in message
     assert "cards[0].tags: expected a list of tag slugs, got a string" in message
     assert excinfo.value.returncode == 1
     assert _counts() == before

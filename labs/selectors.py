@@ -1,0 +1,45 @@
+"""Reads of the labs: the catalogue's labs, and a learner's submissions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.db.models import QuerySet
+
+from .catalogue import LABS
+from .models import Submission
+from .spec import Lab
+
+
+class LabNotFound(LookupError):
+    """No lab of the catalogue has that slug."""
+
+
+def catalogue() -> Mapping[str, Lab]:
+    """Every lab by slug, in the catalogue's order (``labs.catalogue.LABS``)."""
+    return LABS
+
+
+def labs_list() -> list[Lab]:
+    """The labs in their list order (``Lab.position``, then the catalogue's order)."""
+    labs = list(catalogue().values())
+    return sorted(labs, key=lambda lab: lab.position)
+
+
+def lab_get(slug: str) -> Lab:
+    """The lab with that slug; ``LabNotFound`` when there is none."""
+    lab = catalogue().get(slug) if isinstance(slug, str) else None
+    if lab is None:
+        raise LabNotFound(slug)
+    return lab
+
+
+def submission_for(*, learner: Any, submission_id: int) -> Submission:
+    """One of the learner's submissions; ``Submission.DoesNotExist`` for anyone else's."""
+    return Submission.objects.get(pk=submission_id, learner=learner)
+
+
+def submissions_of(*, learner: Any, lab_slug: str) -> QuerySet[Submission]:
+    """The learner's submissions of one lab, newest first."""
+    return Submission.objects.filter(learner=learner, lab=lab_slug).order_by("-created_at", "-id")
