@@ -196,6 +196,8 @@ def mismatch(
     if got is None:
         return f"expected {kind} of shape {expected.shape}, got {describe(value)}"
     if got.shape != expected.shape:
+        if not isinstance(value, np.ndarray):
+            return f"expected {kind} of shape {expected.shape}, got {describe(value)}"
         return f"expected shape {expected.shape}, got {got.shape}"
     if boolean:
         wrong = got != expected
@@ -305,7 +307,8 @@ def run_problem(run: RunResult) -> str | None:
 
 def _outcome(test: LabTest, results: Results) -> TestOutcome:
     try:
-        problem = test.check(results)
+        with np.errstate(all="ignore"):  # nan and overflow in a value are judged, not raised
+            problem = test.check(results)
     except CallProblem as exc:
         problem = str(exc)
     except Exception as exc:  # a value no check foresaw must still give a verdict
@@ -334,7 +337,8 @@ def judge(
     code = ""
     if diagnose is not None and not all(o.passed for o in outcomes):
         try:
-            code = diagnose(results)
+            with np.errstate(all="ignore"):
+                code = diagnose(results)
         except Exception:  # a diagnosis is a hint: without one the tests still stand
             code = ""
     return Verdict(outcomes, diagnosis(code))
