@@ -184,6 +184,8 @@ def bwrap_args(python: Path, limits: Limits) -> list[str]:
         "/proc",
         "--dev",
         "/dev",
+        "--remount-ro",  # /dev/shm would be a second /tmp without a size cap
+        "/dev",
         "--perms",
         "1777",
         "--size",

@@ -71,11 +71,24 @@ def check_beat(*, now: dt.datetime | None = None) -> None:
         raise RuntimeError(f"beat has not run a task for {minutes} minutes")
 
 
+def check_sandbox() -> str | None:
+    """Why no lab sandbox can start here (None when one can): a real start, cached."""
+    from labs.sandbox import unavailable
+
+    return unavailable()
+
+
 CHECKS: dict[str, Callable[[], None]] = {
     "database": check_database,
     "cache": check_cache,
     "broker": check_broker,
     "beat": check_beat,
+}
+
+# Reported but not required: without a sandbox only lab submissions are refused (503
+# on that endpoint, with the reason), and everything else serves, so the status stays.
+ADVISORY: dict[str, Callable[[], str | None]] = {
+    "sandbox": check_sandbox,
 }
 
 
@@ -101,6 +114,14 @@ def readyz(request):
         else:
             results[name] = "ok"
     ready = all(value == "ok" for value in results.values())
+    for name, advise in ADVISORY.items():
+        try:
+            reason = advise()
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+        if reason is not None:
+            logger.warning("Readiness: %s unavailable: %s", name, reason)
+        results[name] = "ok" if reason is None else reason[:300]
     response = JsonResponse({"checks": results}, status=200 if ready else 503)
     if not ready:
         response["Retry-After"] = "10"
