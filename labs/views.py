@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -37,15 +36,20 @@ PENDING = (Submission.Status.QUEUED, Submission.Status.RUNNING)
 
 # --- The list -----------------------------------------------------------------------
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`$])")
+# A sentence ends at . ! or ? (maybe closing an *emphasis*) before a capital, code or math.
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?]\*))\s+(?=[A-Z(`$*])")
 
 
 def lab_summary(prompt: str) -> str:
-    """The first sentence of the prompt's first paragraph of text: what the lab asks."""
+    """The first sentence of the prompt's first paragraph of text: what the lab asks.
+
+    A sentence that runs on into a formula (ending in ``:`` or ``,``) ends there instead.
+    """
     for block in re.split(r"\n\s*\n", prompt or ""):
         text = " ".join(block.split())
-        if text and not text.startswith(("#", "```", "$$", "|", "-", "*")):
-            return _SENTENCE_END.split(text, maxsplit=1)[0]
+        if text and not text.startswith(("#", "```", "$$", "|", "- ", "* ")):
+            sentence = _SENTENCE_END.split(text, maxsplit=1)[0]
+            return sentence[:-1] + "." if sentence.endswith((":", ",")) else sentence
     return ""
 
 
@@ -178,6 +182,13 @@ def lab_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return _render_lab(request, lab, submission=submission, code=code)
 
 
+def sentence(reason: str) -> str:
+    """A reason as the sandbox gives it ("bwrap is not installed") as a sentence."""
+    text = " ".join(str(reason).split()) or "No sandbox is available"
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 def _submit(request: HttpRequest, lab: Lab) -> HttpResponse:
     form = SubmissionForm(request.POST)
     typed = request.POST.get("code", "")
@@ -190,12 +201,10 @@ def _submit(request: HttpRequest, lab: Lab) -> HttpResponse:
     except services.LabsUnavailable as exc:
         # Nothing was saved; the code stays in the editor for when the sandbox is back.
         return _render_lab(
-            request, lab, submission=None, code=typed, unavailable=str(exc), status=503
+            request, lab, submission=None, code=typed, unavailable=sentence(exc.reason), status=503
         )
-    except ValidationError as exc:
-        messages = exc.message_dict.get("code") if hasattr(exc, "error_dict") else None
-        for message in messages or exc.messages:
-            form.add_error("code", message)
+    except services.CodeInvalid as exc:
+        form.add_error("code", str(exc))
         return _render_lab(request, lab, submission=None, code=typed, form=form, status=400)
     return redirect("lab-submission", slug=lab.slug, pk=submission.pk)
 

@@ -173,10 +173,15 @@
     return typeof value === "string" ? value : "";
   }
 
+  function sentence(text) {
+    text = text.trim();
+    return /[.!?]$/.test(text) ? text : text + ".";
+  }
+
   function refused(status, body) {
     var message = firstMessage(body);
     if (status === 503) {
-      return "Your code cannot be run right now: " + (message || "the sandbox is not available.") +
+      return "Your code cannot be run right now. " + sentence(message || "No sandbox is available") +
         " Nothing was submitted; your code is kept in the editor, so you can run it again later.";
     }
     if (status === 429) return message || "Too many submissions at once. Wait a little and try again.";

@@ -59,6 +59,7 @@ def judged(learner, lab, *, passed: bool, code: str = "def f():\n    return 1\n"
         "diagnosis": "" if passed else "Softmax over the wrong axis: each column sums to 1.",
         "output": "hello from the learner\n",
         "duration_ms": 420,
+        "seed": 1,
         **fields,
     }
     return Submission.objects.create(**values)
@@ -159,7 +160,7 @@ def test_the_list_shows_the_learners_best_status(client_for, learner, other_lear
     judged(learner, labs[0], passed=False)  # a pass is kept after a later failure
     judged(learner, labs[1], passed=False)
     judged(other_learner, labs[2], passed=True)  # someone else's pass is not mine
-    Submission.objects.create(learner=learner, lab=labs[3].slug, code="x", status="queued")
+    Submission.objects.create(learner=learner, lab=labs[3].slug, code="x", status="queued", seed=1)
     rows = {r["lab"].slug: r for r in client_for(learner).get("/labs/").context["rows"]}
     assert rows[labs[0].slug]["words"] == "Passed"
     assert rows[labs[1].slug]["words"] == "Last attempt failed"
@@ -224,6 +225,7 @@ def test_a_sandbox_failure_says_why_and_is_not_a_verdict(client_for, learner, la
         code="x = 1\n",
         status=Submission.Status.FAILED,
         diagnosis="The sandbox could not start: bwrap is missing.",
+        seed=1,
     )
     words = text_of(client_for(learner).get(f"/labs/{lab.slug}/submissions/{mine.pk}/"))
     assert "could not be run" in words
@@ -232,7 +234,7 @@ def test_a_sandbox_failure_says_why_and_is_not_a_verdict(client_for, learner, la
 
 def test_a_pending_submission_offers_to_look_again(client_for, learner, lab):
     mine = Submission.objects.create(
-        learner=learner, lab=lab.slug, code="x = 1\n", status="running"
+        learner=learner, lab=lab.slug, code="x = 1\n", status="running", seed=1
     )
     response = client_for(learner).get(f"/labs/{lab.slug}/submissions/{mine.pk}/")
     html = response.content.decode()
@@ -311,13 +313,13 @@ def test_times_are_shown_in_the_learners_time_zone(client_for, learner, lab):
 @pytest.fixture
 def sandbox_up(monkeypatch):
     """The sandbox answers as available; no worker runs here, so nothing is graded."""
-    monkeypatch.setattr("labs.sandbox.unavailable", lambda: None)
+    monkeypatch.setattr("labs.grading.sandbox_unavailable", lambda: None)
 
 
 @pytest.fixture
 def sandbox_down(monkeypatch):
-    reason = "The sandbox needs bubblewrap, which is not installed on this server."
-    monkeypatch.setattr("labs.sandbox.unavailable", lambda: reason)
+    reason = "bubblewrap (bwrap) is not installed"
+    monkeypatch.setattr("labs.grading.sandbox_unavailable", lambda: reason)
     return reason
 
 
@@ -340,7 +342,9 @@ def test_no_sandbox_is_a_503_that_says_why_and_keeps_the_code(
     code = "def f(z):\n    return z\n"
     response = client_for(learner).post(f"/labs/{lab.slug}/", {"code": code})
     assert response.status_code == 503
-    assert sandbox_down in text_of(response)
+    assert "cannot be run right now. Bubblewrap (bwrap) is not installed. Nothing" in text_of(
+        response
+    )
     assert "your code is kept below" in text_of(response)
     assert response.context["code"] == code
     assert escape(code) in response.content.decode()
@@ -349,7 +353,12 @@ def test_no_sandbox_is_a_503_that_says_why_and_keeps_the_code(
 
 @pytest.mark.parametrize(
     ("code", "words"),
-    [("", "the editor is empty"), ("x" * (LIMIT + 1), "65536"), ("   \n", "empty")],
+    [
+        ("", "the editor is empty"),
+        ("x" * (LIMIT + 1), "at most 65,536 bytes"),
+        ("   \n", "empty"),
+        ("x = 1\x00", "Null characters"),
+    ],
 )
 def test_refused_code_is_a_400_naming_the_code_and_saves_nothing(
     client_for, learner, lab, sandbox_up, code, words
@@ -368,3 +377,20 @@ def test_a_post_without_the_csrf_token_is_refused(client_for, learner, lab, sand
     response = client_for(learner, csrf=True).post(f"/labs/{lab.slug}/", {"code": "x = 1"})
     assert response.status_code == 403
     assert not Submission.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("prompt", "summary"),
+    [
+        ("Write `f(x)`. Then test it.", "Write `f(x)`."),
+        ("Write `f(x)` for one head,\n\n$$f(x) = x$$", "Write `f(x)` for one head."),
+        ("# A heading\n\nFirst *line.* Second.", "First *line.*"),
+        ("It ends: *do this.* Then that.", "It ends: *do this.*"),
+        ("Keep $x = 1.5$ whole. Next.", "Keep $x = 1.5$ whole."),
+        ("", ""),
+    ],
+)
+def test_the_list_says_what_a_lab_asks_in_its_first_sentence(prompt, summary):
+    from labs.views import lab_summary
+
+    assert lab_summary(prompt) == summary
