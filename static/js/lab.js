@@ -178,13 +178,18 @@
     return /[.!?]$/.test(text) ? text : text + ".";
   }
 
-  function refused(status, body) {
+  function refused(status, body, retryAfter) {
     var message = firstMessage(body);
     if (status === 503) {
       return "Your code cannot be run right now. " + sentence(message || "No sandbox is available") +
         " Nothing was submitted; your code is kept in the editor, so you can run it again later.";
     }
-    if (status === 429) return message || "Too many submissions at once. Wait a little and try again.";
+    if (status === 429) {
+      var seconds = parseInt(retryAfter, 10);
+      return "Too many submissions in a short time. Try again " +
+        (seconds > 0 ? "in " + seconds + " second" + (seconds === 1 ? "" : "s") : "in a moment") +
+        "; your code is kept in the editor.";
+    }
     if (status === 400) return message || "The code was refused.";
     if (status === 401 || status === 403) return "Your session has ended: log in again, then run the tests.";
     return "The code could not be submitted (error " + status + "). Your code is kept in the editor.";
@@ -199,8 +204,12 @@
     var fresh = doc.getElementById("lab-live");
     var live = document.getElementById("lab-live");
     if (!fresh || !live) return null;
+    var hadFocus = live.contains(document.activeElement);
     live.replaceWith(document.importNode(fresh, true));
-    return document.getElementById("lab-result");
+    var result = document.getElementById("lab-result");
+    // Focus inside the replaced part would fall back to the page's start: keep it nearby.
+    if (hadFocus && result) result.focus();
+    return result;
   }
 
   function verdictWords(result) {
@@ -220,10 +229,17 @@
     function look() {
       fetch(submissionUrl(id) + "result/", { credentials: "same-origin", headers: { "Accept": "text/html" } })
         .then(function (response) {
+          // A redirect here is to the log-in page: the session ended while waiting.
+          if (response.redirected || response.status === 401 || response.status === 403) return null;
           if (!response.ok) throw new Error("status " + response.status);
           return response.text();
         })
         .then(function (html) {
+          if (html === null) {
+            setBusy(false);
+            problem("Your session has ended: log in again to see the result. Your submission is saved.");
+            return;
+          }
           var result = swapIn(html);
           var status = result ? result.getAttribute("data-status") : "";
           if (status === "done" || status === "failed") {
@@ -271,7 +287,7 @@
           return;
         }
         setBusy(false);
-        problem(refused(response.status, body));  // an alert: read out at once
+        problem(refused(response.status, body, response.headers.get("Retry-After")));  // an alert: read out at once
       });
     }).catch(function () {
       setBusy(false);
@@ -279,10 +295,16 @@
     });
   });
 
+  function busyStatus(value) { return value === "queued" || value === "running"; }
+
   // A page opened on a submission that is still queued or running keeps looking.
   var shown = document.getElementById("lab-result");
   var status = shown ? shown.getAttribute("data-status") : "";
-  if (status === "queued" || status === "running") {
+  // After a post without this script's help (or a link from the list of submissions) the
+  // page opens on what the learner came for: the refused code, or the submission's result.
+  if (document.getElementById("lab-code-error")) code.focus();
+  else if (shown && !busyStatus(status) && /\/submissions\/\d+\/$/.test(window.location.pathname)) shown.focus();
+  if (busyStatus(status)) {
     setBusy(true);
     waiting();
     poll(shown.getAttribute("data-submission"));

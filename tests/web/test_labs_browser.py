@@ -317,3 +317,37 @@ def test_a_page_opened_on_a_running_submission_keeps_looking(live_server, page, 
     wait_until(page, "document.querySelector('#lab-result[data-status=failed]') !== null", 15)
     wait_until(page, "document.getElementById('lab-announce').textContent.length > 0")
     assert "could not be run" in page.inner_text("#lab-announce")
+
+
+def test_refused_and_throttled_submissions_say_why_and_keep_the_code(
+    live_server, page, learner, lab, sandbox_up, limits
+):
+    limits(lab_submit="2/minute")  # the refused post counts too
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/labs/{lab.slug}/")
+    page.locator("#lab-code").fill("   \n")
+    page.get_by_role("button", name="Run the tests").click()
+    wait_until(page, "document.querySelector('#lab-problem .lab-problem') !== null")
+    assert "empty" in page.inner_text("#lab-problem")
+    assert not Submission.objects.exists()
+    page.locator("#lab-code").fill("x = 1\n")
+    page.get_by_role("button", name="Run the tests").click()
+    wait_until(page, "document.querySelector('#lab-result[data-status=queued]') !== null")
+    page.locator("#lab-code").fill("x = 2\n")
+    # The page stops looking at the first submission only when it is judged.
+    Submission.objects.update(status="failed", diagnosis="The sandbox stopped.")
+    wait_until(page, "document.getElementById('lab-run').getAttribute('aria-disabled') === 'false'")
+    page.get_by_role("button", name="Run the tests").click()
+    wait_until(page, "document.querySelector('#lab-problem .lab-problem') !== null")
+    assert "Too many submissions in a short time. Try again in " in page.inner_text("#lab-problem")
+    assert page.input_value("#lab-code") == "x = 2\n"
+    assert Submission.objects.count() == 1
+
+
+def test_opening_a_finished_submission_puts_focus_on_its_result(live_server, page, learner, lab):
+    mine = passed_result(learner, lab)
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/labs/{lab.slug}/submissions/{mine.pk}/")
+    assert page.evaluate("document.activeElement.id") == "lab-result"
+    page.goto(f"{live_server.url}/labs/{lab.slug}/")
+    assert page.evaluate("document.activeElement.id") != "lab-result"

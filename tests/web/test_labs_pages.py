@@ -13,6 +13,7 @@ from django.test import Client
 
 from labs import selectors
 from labs.models import Submission
+from studyapp.throttling import WEB_FORM_SCOPES
 
 pytestmark = pytest.mark.django_db
 
@@ -394,3 +395,17 @@ def test_the_list_says_what_a_lab_asks_in_its_first_sentence(prompt, summary):
     from labs.views import lab_summary
 
     assert lab_summary(prompt) == summary
+
+
+@pytest.mark.skipif(
+    "lab-page" not in WEB_FORM_SCOPES,
+    reason='the lab form is limited once studyapp.throttling.WEB_FORM_SCOPES has "lab-page"',
+)
+def test_the_lab_form_shares_the_submission_limit(client_for, learner, lab, sandbox_up, limits):
+    limits(lab_submit="1/minute")
+    client = client_for(learner)
+    assert client.post(f"/labs/{lab.slug}/", {"code": "x = 1\n"}).status_code == 302
+    response = client.post(f"/labs/{lab.slug}/", {"code": "x = 2\n"})
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) > 0
+    assert Submission.objects.count() == 1
