@@ -95,7 +95,7 @@ class CardAdmin(admin.ModelAdmin):
     actions = ["activate", "deactivate"]
     fieldsets = [
         (None, {"fields": ["deck", "key", "kind", "position", "is_active", "tags"]}),
-        ("Content", {"fields": ["prompt", "answer", "exercise", "generation_problem"]}),
+        ("Content", {"fields": ["prompt", "answer", "exercise", "lab", "generation_problem"]}),
         ("Preview", {"fields": ["preview"]}),
         ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]

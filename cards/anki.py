@@ -30,6 +30,7 @@ from django.core.cache import cache
 
 from exercises.kinds import get_kind
 from exercises.kinds.base import tex_matrix, tex_vector
+from labs.selectors import LabNotFound, lab_get
 from studyapp.common.rendering import markdown_with_math
 
 from .models import Card, Deck, ReviewLog
@@ -111,6 +112,19 @@ def worked_example(card: Card, deck_slug: str) -> tuple[str, str]:
     return front, "\n".join(lines)
 
 
+def lab_sides(card: Card) -> tuple[str, str]:
+    """A lab card as a note: the card's and the lab's prompt; the lab's reference solution.
+
+    The reference is shown as source text, for reading; nothing here runs it.
+    """
+    lab = lab_get(card.lab or "")
+    front = f"{card.prompt}\n\n**Lab: {lab.title}**\n\n{lab.prompt}"
+    back = f"**Reference solution**\n\n```python\n{lab.reference.strip()}\n```"
+    if card.answer.strip():
+        back += f"\n\n{card.answer}"
+    return front, back
+
+
 def deck_package(*, deck: Deck) -> genanki.Package:
     anki_deck = genanki.Deck(_stable_id(f"study-service deck {deck.slug}"), deck.title)
     anki_deck.description = markdown_to_anki(deck.description)
@@ -120,6 +134,11 @@ def deck_package(*, deck: Deck) -> genanki.Package:
             try:
                 front, back = worked_example(card, deck.slug)
             except (KeyError, ValueError):  # a broken exercise spec: export the card's text
+                front, back = card.prompt, card.answer
+        elif card.kind == Card.Kind.LAB:
+            try:
+                front, back = lab_sides(card)
+            except LabNotFound:  # a lab no longer offered: export the card's text
                 front, back = card.prompt, card.answer
         else:
             front, back = card.prompt, card.answer

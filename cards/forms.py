@@ -9,6 +9,8 @@ from django.contrib.auth import forms as auth_forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 
+from labs import selectors as lab_selectors
+
 from . import rules
 from .models import Card
 from .services.accounts import timezone_names
@@ -135,11 +137,24 @@ class CardAdminForm(forms.ModelForm):
             "prompt",
             "answer",
             "exercise",
+            "lab",
         ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "lab" in self.fields:
+            # The catalogue's labs to choose from; the card rules check the choice.
+            labs = lab_selectors.labs_list()
+            self.fields["lab"].widget = forms.Select(
+                choices=[
+                    ("", "---------"),
+                    *((lab.slug, f"{lab.title} ({lab.slug})") for lab in labs),
+                ]
+            )
 
     def clean(self):
         cleaned = super().clean()
-        fields = ("kind", "prompt", "answer", "exercise")
+        fields = ("kind", "prompt", "answer", "exercise", "lab")
         if any(name in self.errors for name in fields):
             return cleaned  # a field already failed on its own; its message says why
         instance = self.instance
@@ -152,6 +167,7 @@ class CardAdminForm(forms.ModelForm):
             kind=values["kind"],
             prompt=values["prompt"] or "",
             exercise=values["exercise"],
+            lab=values["lab"] or None,
         ).items():
             # "exercise.params.n" is shown on the exercise field as "params.n: ...".
             name, _, detail = field.partition(".")

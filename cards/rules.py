@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from exercises.kinds import KINDS, ParamError, UnknownKindError, get_kind
-from labs.selectors import catalogue
+from labs import selectors as lab_selectors
 from studyapp.common.rendering import formula_renders, formulas
 
 CARD_KINDS = ("recall", "interview", "exercise", "lab")
@@ -148,7 +148,7 @@ def _card_exercise_problems(problems: Problems, kind: Any, exercise: Any) -> Non
 
 def lab_problems(slug: Any) -> list[str]:
     """Problems of a lab card's lab: the slug of a lab the catalogue offers."""
-    labs = catalogue()
+    labs = lab_selectors.catalogue()
     if not isinstance(slug, str) or not slug:
         return [f"Expected the slug of a lab ({', '.join(labs)}), got {type_name(slug)}."]
     if slug not in labs:

@@ -281,14 +281,15 @@ OFFLINE_CARDS = 20
 def offline_review_cards(context) -> list:
     """The next due recall and interview cards after the one shown, for the offline queue.
 
-    Exercise cards are left out: each review of one needs a fresh exercise from the server.
+    Exercise and lab cards are left out: each review of one needs the server (a fresh
+    exercise, or a lab submission run in the sandbox).
     """
     request, state, today = context.get("request"), context.get("state"), context.get("today")
     if request is None or state is None or today is None:
         return []
     due = (
         due_reviews(learner=request.user, today=today)
-        .exclude(card__kind=Card.Kind.EXERCISE)
+        .exclude(card__kind__in=[Card.Kind.EXERCISE, Card.Kind.LAB])
         .exclude(pk=state.pk)
         .prefetch_related(None)  # one query whatever is due; the label leaves tags out
     )

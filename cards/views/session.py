@@ -62,6 +62,9 @@ def review(request: HttpRequest) -> HttpResponse:
                     exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
                 )
             )
+    if state.card.kind == Card.Kind.LAB:
+        # Reviewed by submitting the lab (cards.services.lab_reviews), on the lab's page.
+        context["lab_url"] = f"/labs/{state.card.lab}/"
     context["skipped"] = shown.skipped
     context.update(controls_context(learner, today, state.card, exercise))
     return render(request, "cards/review.html", context)
