@@ -19,8 +19,9 @@ rate:
 $$\theta_{pos, i} = \frac{pos}{10000^{2i/d}}, \qquad i = 0 \ldots d/2 - 1$$
 
 The lab's layout puts all $d/2$ sines first, then the $d/2$ cosines of the same angles:
-row $pos$ is $(\sin\theta_{pos,0}, \ldots, \sin\theta_{pos,d/2-1}, \cos\theta_{pos,0},
-\ldots, \cos\theta_{pos,d/2-1})$. The paper interleaves them instead ($\sin$ on even
+row $pos$ is
+$(\sin\theta_{pos,0}, \ldots, \sin\theta_{pos,d/2-1}, \cos\theta_{pos,0}, \ldots, \cos\theta_{pos,d/2-1})$.
+The paper interleaves them instead ($\sin$ on even
 dimensions $2i$, $\cos$ on odd ones $2i+1$): that is the same encoding with the dimensions
 reordered, and it is **accepted too**, as long as every call uses the same layout.
 

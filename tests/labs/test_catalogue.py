@@ -9,6 +9,7 @@ solution and each mistake return are computed by this module's own NumPy below.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -19,6 +20,7 @@ from exercises.checking.mistakes import MISTAKES
 from labs.catalogue import LABS, lab
 from labs.judging import LAB_MISTAKES
 from labs.spec import Call, Lab, Returned, RunResult
+from studyapp.common import rendering
 
 Fn = Callable[..., object]
 
@@ -346,3 +348,12 @@ def test_the_numpy_here_is_the_engines_where_it_is_right():
     )
     assert np.allclose(layer_norm(X), engine.layer_norm(X))
     assert np.allclose(sinusoid(9, 6, interleaved=True), engine.sinusoidal_positions(9, 6))
+
+
+@pytest.mark.parametrize("each", LABS.values(), ids=list(LABS))
+def test_every_prompt_renders_with_its_math(each: Lab):
+    formulas = list(rendering.formulas(each.prompt))
+    assert formulas
+    assert all(rendering.formula_renders(tex, display) for tex, display in formulas)
+    text = re.sub(r"<[^>]+>", "", rendering.render_markdown(each.prompt))
+    assert "$" not in text, "a formula left unrendered"
