@@ -1,4 +1,4 @@
-# One image for the web server, the Celery worker and beat, and the one-shot migrate job.
+# One image for the web server, the Celery workers (lab-worker too) and beat, and the one-shot migrate job.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -15,6 +15,11 @@ WORKDIR /app
 RUN groupadd --system --gid 10001 study \
     && useradd --system --uid 10001 --gid study --home-dir /app --no-create-home \
        --shell /usr/sbin/nologin study
+
+# bubblewrap runs learner lab code (labs/sandbox.py, docs/labs.md); nothing else is added.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
 
 # Dependencies first, pinned by the lock file alone, so a code change reuses this layer.
 COPY requirements/prod.lock /tmp/prod.lock

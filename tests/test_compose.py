@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
-APP_SERVICES = ("migrate", "web", "worker", "beat")
+APP_SERVICES = ("migrate", "web", "worker", "lab-worker", "beat")
 CHECK_JSONSCHEMA = Path(sys.executable).with_name("check-jsonschema")
 
 
@@ -135,7 +135,15 @@ def test_schema_catches_breakage(compose, compose_schema, path, value):
 
 
 def test_services_are_the_production_set(compose):
-    assert set(compose["services"]) == {"migrate", "web", "worker", "beat", "redis", "postgres"}
+    assert set(compose["services"]) == {
+        "migrate",
+        "web",
+        "worker",
+        "lab-worker",
+        "beat",
+        "redis",
+        "postgres",
+    }
 
 
 def test_app_services_share_one_image_definition(compose):
@@ -168,7 +176,7 @@ def test_backing_services_have_healthchecks_and_app_waits_for_them(compose):
     services = compose["services"]
     for name in ("redis", "postgres"):
         assert services[name]["healthcheck"]["test"], name
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "lab-worker", "beat"):
         depends = services[name]["depends_on"]
         assert depends["postgres"]["condition"] == "service_healthy", name
         assert depends["redis"]["condition"] == "service_healthy", name
@@ -252,6 +260,7 @@ def test_every_service_command_exists_in_the_project(compose):
         "migrate": ["migrate", "load_starter_content"],
         "web": ["gunicorn"],
         "worker": ["worker"],
+        "lab-worker": ["worker"],
         "beat": ["beat"],
     }
 
@@ -263,6 +272,36 @@ def test_healthcheck_commands_parse(compose):
     web_check = compose["services"]["web"]["healthcheck"]["test"]
     assert web_check[:3] == ["CMD", "python", "-c"]
     compile(web_check[3], "healthcheck", "exec")
+
+
+def test_the_lab_worker_takes_only_the_labs_queue_with_what_bwrap_needs(compose):
+    lab = compose["services"]["lab-worker"]
+    args = argv(lab["command"])
+    assert check_celery(args) == "worker"
+    assert args[args.index("-Q") + 1] == "labs" and "--concurrency=2" in args
+    assert args[args.index("-n") + 1] == "labs@%h"
+    assert "-Q" not in argv(compose["services"]["worker"]["command"])
+    # Namespaces and a fresh /proc need these; no capability is added, no privilege given.
+    assert set(lab["security_opt"]) == {
+        "seccomp=unconfined",
+        "apparmor=unconfined",
+        "systempaths=unconfined",
+    }
+    assert "cap_add" not in lab and not lab.get("privileged") and "user" not in lab
+    assert lab["init"] is True
+    env = lab["environment"]
+    assert env["DATABASE_URL"] == compose["services"]["worker"]["environment"]["DATABASE_URL"]
+    assert interpolate(env["STUDY_LAB_CPU_SECONDS"]) == "5"
+    for name in ("web", "worker", "beat", "migrate"):
+        assert "security_opt" not in compose["services"][name], name
+    check = lab["healthcheck"]["test"]
+    assert check_celery(argv(check[1].replace("$$HOSTNAME", "lab"))) == "inspect"
+    assert "labs@$$HOSTNAME" in check[1]
+
+
+def test_the_image_installs_bubblewrap():
+    runs = " ".join(args for kw, args in dockerfile_instructions() if kw == "RUN")
+    assert re.search(r"apt-get install -y --no-install-recommends bubblewrap", runs)
 
 
 def test_web_healthcheck_asks_readyz_and_needs_a_200(compose):

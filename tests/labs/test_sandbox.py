@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ from hypothesis import strategies as st
 
 from labs import runner as codec
 from labs import sandbox
+from labs.sandbox import answer, bwrap
 from labs.spec import Call, Returned
 from tests.labs import require_sandbox
 
@@ -122,13 +126,13 @@ def _line(**event) -> bytes:
 
 
 def _parse(results: bytes, *, killed_for=None, returncode=0, output=b""):
-    run = sandbox._Run(
+    run = bwrap.Run(
         output=bytearray(output),
         results=bytearray(results),
         killed_for=killed_for,
         returncode=returncode,
     )
-    return sandbox._parse(run, CALLS, sandbox.Limits(), 0.25)
+    return answer.parse(run, CALLS, sandbox.Limits(), 0.25)
 
 
 ONE = codec.encode(1)
@@ -201,6 +205,12 @@ def test_limits_are_named_in_words():
     assert big.limit == "output" and "returned more data" in (big.limit_message or "")
 
 
+def test_a_kill_sooner_than_the_cpu_limit_is_a_crash_not_a_limit():
+    early = _parse(_line(event="loaded") + _line(event="call", key="a"), returncode=-9)
+    assert early.limit is None
+    assert early.returned["a"] == Returned(error="The process ended abruptly: signal SIGKILL.")
+
+
 def test_a_sandbox_that_never_loaded_is_a_failure():
     result = _parse(b"", returncode=1, output=b"bwrap: No permissions to create new namespace")
     assert result.failure and "No permissions to create new namespace" in result.failure
@@ -219,10 +229,11 @@ def test_limits_read_the_environment(monkeypatch):
 
 
 @pytest.fixture
-def fresh_check(monkeypatch):
-    monkeypatch.setitem(sandbox._checked, "at", -1e9)
+def fresh_check():
+    """No cached answer before the test, and none of the test's left after it."""
+    sandbox._checked.update(at=-1e9, reason=None)
     yield
-    sandbox._checked["at"] = -1e9
+    sandbox._checked.update(at=-1e9, reason=None)
 
 
 def test_without_bwrap_nothing_runs(monkeypatch, fresh_check):
@@ -245,6 +256,39 @@ def test_a_sandbox_that_cannot_start_is_unavailable_with_the_reason(monkeypatch,
     assert reason and reason.startswith("the sandbox did not start")
     assert "/nonexistent/python3" in reason
     assert sandbox.unavailable() == reason  # cached: no second start
+
+
+@pytest.mark.sandbox
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="changes uid: root and setpriv"
+)
+def test_a_service_that_is_not_root_keeps_the_process_limit():
+    """As the image's unprivileged user does: bwrap unprivileged, the limit set inside."""
+    require_sandbox()
+    python = bwrap.interpreter()
+    paths = [str(Path(__file__).resolve().parents[2]), *(str(p.parent) for p in bwrap.numpy_dirs())]
+    script = (
+        f"import sys; sys.path[:0] = {paths!r}\n"
+        "from labs import sandbox\n"
+        "from labs.spec import Call\n"
+        "limits = sandbox.Limits(processes=8, wall_seconds=5)\n"
+        "bomb = 'import os\\ndef f():\\n    while True:\\n        os.fork()\\n'\n"
+        "print(sandbox.run(bomb, [Call('f', 'f')], limits=limits).limit)\n"
+        "print(sandbox.run('def f():\\n    return 7\\n', [Call('f', 'f')]).returned)\n"
+    )
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(python), "-I"],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [
+        "processes",
+        "{'f': Returned(value=7, error=None)}",
+    ]
 
 
 # --- ordinary submissions, through the real sandbox --------------------------------

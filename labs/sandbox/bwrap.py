@@ -1,0 +1,311 @@
+"""Starting bubblewrap: what the sandbox sees, its limits, and collecting a run, bounded.
+
+``start`` returns only once nothing of the sandbox runs; ``labs.sandbox`` says why each
+option is there (the threat model), docs/labs.md says it for operators.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import random
+import resource
+import select
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from labs import runner as codec
+from labs.sandbox.limits import MAX_RESULT_BYTES, Limits, SandboxUnavailable, env_number
+
+RUNNER = Path(codec.__file__).resolve()
+INSIDE_RUNNER = "/sandbox/runner.py"
+INSIDE_LIB = codec.NUMPY_DIR
+INSIDE_UID = 1000
+INSIDE_GID = 1000
+
+# --- what the sandbox sees ----------------------------------------------------------
+
+
+def interpreter() -> Path:
+    """The Python that runs inside: STUDY_LAB_PYTHON, else the system's of this version.
+
+    The same major.minor as the service's, so the service's NumPy build loads in it.
+    """
+    configured = os.environ.get("STUDY_LAB_PYTHON")
+    if configured:
+        return Path(configured).resolve()
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    found = shutil.which(version, path="/usr/local/bin:/usr/bin")
+    if found is None:
+        raise SandboxUnavailable(f"no system {version} (set STUDY_LAB_PYTHON)")
+    return Path(found).resolve()
+
+
+def numpy_dirs() -> list[Path]:
+    """NumPy's package directory, and numpy.libs beside it when the wheel has one."""
+    import numpy
+
+    package = Path(numpy.__file__).resolve().parent
+    return [path for path in (package, package.parent / "numpy.libs") if path.is_dir()]
+
+
+def bwrap_args(python: Path, limits: Limits) -> list[str]:
+    """bwrap's options: the namespaces and identity, then what the sandbox sees."""
+    return [*_identity_args(), *_library_args(python), *_own_args(limits)]
+
+
+def _identity_args() -> list[str]:
+    return [
+        "bwrap",
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--uid",
+        str(INSIDE_UID),
+        "--gid",
+        str(INSIDE_GID),
+        "--hostname",
+        "lab",
+        "--clearenv",
+        *("--setenv", "OPENBLAS_NUM_THREADS", "1"),
+        *("--setenv", "OMP_NUM_THREADS", "1"),
+        *("--setenv", "MKL_NUM_THREADS", "1"),
+        *("--setenv", "LC_ALL", "C.UTF-8"),
+        *("--setenv", "HOME", "/tmp"),
+    ]
+
+
+def _library_args(python: Path) -> list[str]:
+    """The system's shared libraries, the interpreter with its stdlib, and NumPy: read-only."""
+    prefix = python.parent.parent  # /usr or /usr/local
+    stdlib = prefix / "lib" / python.name
+    args = []
+    for top in ("/usr/lib", "/usr/lib64", "/usr/lib32"):
+        if os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for link in ("/lib", "/lib64", "/lib32"):
+        if os.path.islink(link):
+            args += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            args += ["--ro-bind", link, link]
+    if prefix != Path("/usr"):  # /usr/local: the interpreter's stdlib and libpython
+        args += ["--ro-bind", str(prefix / "lib"), str(prefix / "lib")]
+    args += ["--ro-bind", str(python), str(python)]
+    # Installed packages stay out of reach: only the stdlib and NumPy are importable.
+    for hidden in (stdlib / "site-packages", stdlib / "dist-packages", prefix / "lib/python3"):
+        if hidden.is_dir():
+            args += ["--tmpfs", str(hidden), "--remount-ro", str(hidden)]
+    for path in numpy_dirs():
+        args += ["--ro-bind", str(path), f"{INSIDE_LIB}/{path.name}"]
+    return args
+
+
+def _own_args(limits: Limits) -> list[str]:
+    """The runner, the sandbox's own /proc and minimal /dev, a fresh /tmp; the rest read-only."""
+    return [
+        *("--ro-bind", str(RUNNER), INSIDE_RUNNER),
+        *("--proc", "/proc"),
+        *("--dev", "/dev"),
+        *("--remount-ro", "/dev"),  # /dev/shm would be a second /tmp without a size cap
+        *("--perms", "1777", "--size", str(limits.file_bytes), "--tmpfs", "/tmp"),
+        *("--remount-ro", "/"),
+        *("--chdir", "/tmp"),
+    ]
+
+
+def _outer_ids() -> tuple[int, int] | None:
+    """A throwaway uid/gid for the sandbox when the service runs as root, else None.
+
+    RLIMIT_NPROC does not bind processes owned by root, and counts per uid: a uid of
+    its own per run makes the process limit hold, and keeps two runs from sharing it.
+    """
+    if os.geteuid() != 0:
+        return None
+    base = int(env_number("STUDY_LAB_UID_BASE", 1_800_000_000))
+    uid = base + random.SystemRandom().randrange(100_000)
+    return uid, uid
+
+
+def _set_limits(limits: Limits, *, own_uid: bool) -> None:
+    """In the child before bwrap starts (after the uid change): every limit is inherited.
+
+    RLIMIT_NPROC is checked against the processes of the sandbox's user namespace and,
+    with the limit its creator had, against every process of the outer uid. With a
+    throwaway uid both counts are the sandbox's own. A service that is not root shares
+    its uid with its other processes, so only the runner's limit inside applies there.
+    """
+    cpu = max(1, limits.cpu_seconds)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+    if own_uid:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+
+# --- starting it ------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    output: bytearray = dataclasses.field(default_factory=bytearray)
+    results: bytearray = dataclasses.field(default_factory=bytearray)
+    info: bytearray = dataclasses.field(default_factory=bytearray)
+    killed_for: str | None = None  # "time" or "output" or "results"
+    returncode: int | None = None
+    init_pidfd: int | None = None  # the sandbox's pid 1, as bwrap's --info-fd names it
+
+
+def start(
+    python: Path, limits: Limits, request: bytes, *, timeout: float | None = None
+) -> tuple[Run, float]:
+    """Run the runner in the sandbox with ``request`` on stdin; collect everything, bounded."""
+    wall = timeout if timeout is not None else limits.wall_seconds
+    ids = _outer_ids()
+    read_results, write_results = os.pipe()
+    read_info, write_info = os.pipe()
+    run = Run()
+    started = time.monotonic()
+    command = [
+        *bwrap_args(python, limits),
+        "--info-fd",
+        str(write_info),
+        str(python),
+        "-I",
+        "-S",
+        "-B",
+        INSIDE_RUNNER,
+        str(write_results),
+        str(limits.processes),
+    ]
+    try:
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write(request)
+            stdin.seek(0)
+            process = subprocess.Popen(
+                command,
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_results, write_info),
+                env={},
+                close_fds=True,
+                start_new_session=True,
+                user=ids[0] if ids else None,
+                group=ids[1] if ids else None,
+                extra_groups=[] if ids else None,
+                preexec_fn=lambda: _set_limits(
+                    limits, own_uid=ids is not None
+                ),  # rlimits only: nothing else
+            )
+    except OSError as exc:
+        for fd in (read_results, read_info):
+            os.close(fd)
+        raise SandboxUnavailable(f"bubblewrap could not start: {exc}") from exc
+    finally:
+        os.close(write_results)
+        os.close(write_info)
+    try:
+        _collect(
+            process, {read_results: run.results, read_info: run.info}, run, limits, started + wall
+        )
+    finally:
+        _finish(process, run, deadline=started + wall)
+    return run, time.monotonic() - started
+
+
+def _note_init(run: Run) -> None:
+    """Hold the sandbox's pid 1 by a pidfd as soon as bwrap names it."""
+    if run.init_pidfd is not None or not run.info.rstrip().endswith(b"}"):
+        return
+    try:
+        pid = int(json.loads(run.info.decode())["child-pid"])
+        run.init_pidfd = os.pidfd_open(pid)
+    except (ValueError, KeyError, TypeError, OSError):
+        return
+
+
+def _kill(process: subprocess.Popen[bytes], run: Run) -> None:
+    # The sandbox's pid 1 takes every process of its pid namespace with it; bwrap
+    # (leading its own process group) follows, and --die-with-parent covers the rest.
+    if run.init_pidfd is not None:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(run.init_pidfd, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+
+
+def _collect(
+    process: subprocess.Popen[bytes],
+    pipes: dict[int, bytearray],
+    run: Run,
+    limits: Limits,
+    deadline: float,
+) -> None:
+    """Read stdout, the results and bwrap's info until all close, within every cap."""
+    assert process.stdout is not None
+    pipes = {process.stdout.fileno(): run.output, **pipes}
+    caps = {id(run.output): limits.output_bytes, id(run.results): MAX_RESULT_BYTES}
+    reasons = {id(run.output): "output", id(run.results): "results"}
+    with selectors.DefaultSelector() as selector:
+        for fd in pipes:
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map() and run.killed_for is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                run.killed_for = "time"
+                break
+            for key, _ in selector.select(timeout=min(remaining, 0.5)):
+                buffer = pipes[key.fd]
+                cap = caps.get(id(buffer), 4096)
+                with contextlib.suppress(BlockingIOError):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        selector.unregister(key.fd)
+                    buffer += chunk[: cap + 1 - len(buffer)]
+                if len(buffer) > cap:
+                    run.killed_for = reasons.get(id(buffer), "output")
+                    break
+                _note_init(run)
+    for fd in pipes:
+        if fd != process.stdout.fileno():
+            os.close(fd)
+
+
+def _finish(process: subprocess.Popen[bytes], run: Run, *, deadline: float) -> None:
+    """Stop what is left, and return only once nothing of the sandbox runs."""
+    if run.killed_for is not None:
+        _kill(process, run)
+    try:
+        process.wait(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        run.killed_for = run.killed_for or "time"
+        _kill(process, run)
+        process.wait()
+    assert process.stdout is not None
+    process.stdout.close()
+    run.returncode = process.returncode
+    if run.init_pidfd is not None:
+        # Readable once pid 1 has exited, which the kernel lets happen only after
+        # every other process of its namespace is gone.
+        with contextlib.suppress(OSError):
+            select.select([run.init_pidfd], [], [], 5.0)
+        os.close(run.init_pidfd)
+        run.init_pidfd = None

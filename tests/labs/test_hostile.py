@@ -1,0 +1,364 @@
+"""Hostile submissions, each through the real sandbox: every one ends in a result the
+service judges as not passed, with the limit or failure named; nothing of the service
+is read, reached or left behind; and the next ordinary run works.
+
+Where the runner's import hook refuses a module, a second case removes the hook first
+(as hostile code can): the sandbox must hold without it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from labs import sandbox
+from labs.spec import Call, Returned, RunResult
+from tests.labs import require_sandbox
+
+pytestmark = pytest.mark.sandbox
+
+LIMITS = sandbox.Limits(
+    cpu_seconds=2,
+    wall_seconds=4.0,
+    memory_bytes=384 * 2**20,
+    processes=16,
+    file_bytes=2 * 2**20,
+    output_bytes=16 * 1024,
+)
+CALL = [Call("f", "f")]
+UNHOOK = (
+    "import sys\nsys.meta_path[:] = [m for m in sys.meta_path if type(m).__name__ != '_Refuse']\n"
+)
+
+
+def run(code: str, calls=CALL, limits: sandbox.Limits = LIMITS) -> RunResult:
+    return sandbox.run(code, calls, limits=limits)
+
+
+def not_passed(result: RunResult) -> bool:
+    """What the judge refuses: a failure, a limit, a load error, or a call without a value."""
+    return bool(
+        result.failure
+        or result.limit
+        or result.load_error
+        or any(result.returned.get(c.key, Returned(error="missing")).error for c in CALL)
+    )
+
+
+def sandbox_processes() -> list[int]:
+    """Processes still running with a sandbox's throwaway uid, or still running bwrap.
+
+    Zombies do not count: bwrap's pid 1 exits after bwrap has reported, and waits, dead,
+    for the host's init to reap it.
+    """
+    base = int(os.environ.get("STUDY_LAB_UID_BASE", 1_800_000_000))
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        uid = int(status.split("\nUid:")[1].split()[0])
+        if "\nState:\tZ" in status:
+            continue
+        if base <= uid < base + 100_000 or status.startswith("Name:\tbwrap"):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def then_a_normal_run_works():
+    require_sandbox()
+    yield
+    assert sandbox_processes() == [], "a sandbox process outlived its run"
+    result = run("def f():\n    return 41 + 1\n")
+    assert result.returned == {"f": Returned(value=42)}, result
+    assert result.failure is None and result.limit is None
+
+
+def test_a_fork_bomb_meets_the_process_limit():
+    result = run("import os\ndef f():\n    while True:\n        os.fork()\n")
+    assert result.limit == "processes", result
+    assert "more than 16 processes" in (result.limit_message or "")
+    assert not_passed(result)
+
+
+def test_a_fork_bomb_that_ignores_failures_ends_on_time():
+    code = (
+        "import os\ndef f():\n    while True:\n        try:\n            os.fork()\n"
+        "        except OSError:\n            pass\n"
+    )
+    result = run(code)
+    assert result.limit == "time" and not_passed(result), result
+
+
+def test_a_thread_bomb_meets_the_process_limit():
+    code = (
+        "import threading, time\ndef f():\n    for _ in range(1000):\n"
+        "        threading.Thread(target=time.sleep, args=(60,)).start()\n"
+    )
+    result = run(code)
+    assert result.limit == "processes" and not_passed(result), result
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def f():\n    hoard = []\n    while True:\n        hoard.append(bytearray(10**7))\n",
+        "import numpy as np\ndef f():\n    return np.ones((10**5, 10**5))\n",
+        "hoard = ' ' * 10**10\n",
+    ],
+)
+def test_a_memory_bomb_meets_the_memory_limit(code):
+    result = run(code)
+    assert result.limit == "memory", result
+    assert result.limit_message == "Stopped: the code used more than 384 MB of memory."
+
+
+def test_an_infinite_loop_stops_on_cpu_time():
+    # Wall time to spare: on a busy machine CPU time accrues slower than the clock.
+    limits = dataclasses.replace(LIMITS, wall_seconds=15.0)
+    result = run("def f():\n    while True:\n        pass\n", limits=limits)
+    assert result.limit == "time", result
+    assert (result.limit_message or "").startswith("Stopped after 2 s of CPU time")
+    assert result.returned == {} and result.duration_ms < 15_000
+
+
+def test_sleeping_forever_stops_on_wall_time():
+    result = run("import time\ndef f():\n    time.sleep(10_000)\n")
+    assert result.limit == "time", result
+    assert (result.limit_message or "").startswith("Stopped after 4 s")
+    assert result.duration_ms < 6000
+
+
+def test_the_service_files_and_environment_are_out_of_sight(monkeypatch, tmp_path):
+    canary = f"canary-{secrets.token_hex(8)}"
+    monkeypatch.setenv("STUDY_CANARY", canary)
+    secret_file = tmp_path / ".env"
+    secret_file.write_text(f"DJANGO_SECRET_KEY={canary}\n")
+    targets = [
+        settings.BASE_DIR / "studyapp" / "settings.py",
+        settings.BASE_DIR / ".env",
+        settings.BASE_DIR / "db.sqlite3",
+        Path(settings.VAR_DIR),
+        secret_file,
+        Path("/etc/passwd"),
+        Path("/etc/postgresql"),
+        Path(f"/proc/{os.getpid()}/environ"),
+        Path("/proc/1/environ"),
+        Path("/proc/self/environ"),
+        Path("/root"),
+        Path("/work"),
+    ]
+    code = (
+        "import os\n"
+        "def f():\n"
+        "    seen = []\n"
+        f"    for path in {[str(t) for t in targets]!r}:\n"
+        "        try:\n"
+        "            if os.path.isdir(path):\n"
+        "                print(path, os.listdir(path))\n"
+        "            else:\n"
+        "                print(path, open(path, 'rb').read()[:4000])\n"
+        "            seen.append(path)\n"
+        "        except OSError as exc:\n"
+        "            print(path, type(exc).__name__)\n"
+        "    for pid in os.listdir('/proc'):\n"
+        "        if pid.isdigit():\n"
+        "            print(pid, open(f'/proc/{pid}/environ', 'rb').read(), open(f'/proc/{pid}/cmdline', 'rb').read())\n"
+        "    print(dict(os.environ))\n"
+        "    print('readable:', seen)\n"
+        "    return len(seen)\n"
+    )
+    result = run(code)
+    # Only the sandbox's own, empty, environ files are readable; nothing else exists.
+    assert result.returned["f"].value == 2, result
+    assert "readable: ['/proc/1/environ', '/proc/self/environ']" in result.output
+    assert canary not in result.output
+    assert "DJANGO" not in result.output and "DATABASE_URL" not in result.output
+    assert "settings.py FileNotFoundError" in result.output
+    assert "runner.py" in result.output  # the sandbox's own processes, and no others
+    assert str(os.getpid()) + " " not in result.output.split("environ")[-1]
+
+
+@pytest.mark.parametrize("unhook", ["", UNHOOK])
+def test_no_network_at_all(unhook):
+    code = (
+        unhook + "import socket\n"
+        "def f():\n"
+        "    reached = []\n"
+        "    for host, port in [('127.0.0.1', 5432), ('127.0.0.1', 6379), ('127.0.0.1', 8000),\n"
+        "                       ('::1', 5432), ('1.1.1.1', 53), ('10.0.0.1', 80)]:\n"
+        "        try:\n"
+        "            socket.create_connection((host, port), timeout=1).close()\n"
+        "            reached.append(port)\n"
+        "        except OSError as exc:\n"
+        "            print(host, port, exc)\n"
+        "    print([name for _, name in socket.if_nameindex()])\n"
+        "    return tuple(reached)\n"
+    )
+    result = run(code)
+    if unhook:
+        assert result.returned["f"].value == (), result
+        assert "Connection refused" in result.output and "unreachable" in result.output
+    else:
+        assert result.load_error == (
+            "ImportError: import of socket is not allowed in a lab (line 1)"
+        )
+
+
+def test_nothing_outside_tmp_can_be_written():
+    project_file = settings.BASE_DIR / f"written-{secrets.token_hex(4)}"
+    places = [str(project_file), "/x", "/usr/lib/x", "/sandbox/lib/numpy/x", "/sandbox/x"]
+    places += ["/dev/x", "/dev/shm/x", "/proc/x", "/etc/x", "/var/tmp/x"]
+    code = (
+        "import os\n"
+        "def f():\n"
+        "    wrote = []\n"
+        f"    for path in {places!r}:\n"
+        "        try:\n"
+        "            os.makedirs(os.path.dirname(path), exist_ok=True)\n"
+        "            with open(path, 'w') as handle:\n"
+        "                handle.write('x')\n"
+        "            wrote.append(path)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    print(wrote)\n"
+        "    return len(wrote)\n"
+    )
+    result = run(code)
+    assert result.returned["f"].value == 0, result.output
+    assert not project_file.exists()
+
+
+def test_a_large_file_meets_the_file_size_limit():
+    result = run("def f():\n    open('/tmp/big', 'wb').write(b'x' * 10**8)\n")
+    assert result.limit == "file size", result
+    assert result.limit_message == "Stopped: the code wrote more than 2 MB to files."
+
+
+def test_many_files_fill_tmp_and_stop():
+    code = (
+        "def f():\n    for i in range(100):\n"
+        "        open(f'/tmp/part{i}', 'wb').write(b'x' * 10**6)\n"
+    )
+    result = run(code)
+    assert result.limit == "file size", result
+
+
+def test_100_mb_of_output_stops_at_the_output_limit():
+    result = run("import sys\ndef f():\n    for _ in range(100):\n        print('x' * 10**6)\n")
+    assert result.limit == "output", result
+    assert len(result.output) <= LIMITS.output_bytes
+    assert result.duration_ms < 3000
+
+
+def test_signals_reach_nothing_outside():
+    code = (
+        "import os\n"
+        "def f():\n"
+        "    missed = []\n"
+        f"    for pid in (os.getppid(), 1, {os.getpid()}, {os.getppid()}, -1):\n"
+        "        try:\n"
+        "            os.kill(pid, 9)\n"
+        "        except OSError as exc:\n"
+        "            missed.append(type(exc).__name__)\n"
+        "    return len(missed)\n"
+    )
+    result = run(code)
+    # Its parent is the sandbox's pid 1, which ignores the signal; the service's pids do
+    # not exist in its pid namespace, and kill(-1) finds nothing else to hit.
+    assert result.returned == {"f": Returned(value=3)}, result
+    assert os.getppid() > 1  # the test process and its parent live on
+
+
+@pytest.mark.parametrize("unhook", ["", UNHOOK])
+def test_ctypes_is_refused_and_crashes_only_itself(unhook):
+    code = unhook + "import ctypes\ndef f():\n    return len(ctypes.string_at(1, 8))\n"
+    result = run(code)
+    assert not_passed(result), result
+    if unhook:
+        assert result.returned["f"].error == "The process ended abruptly: signal SIGSEGV."
+    else:
+        assert result.load_error == "ImportError: import of ctypes is not allowed in a lab (line 1)"
+
+
+@pytest.mark.parametrize("unhook", ["", UNHOOK])
+def test_subprocess_is_refused_and_finds_no_programs(unhook):
+    code = (
+        unhook + "import subprocess\n"
+        "def f():\n"
+        "    for program in (['/bin/sh', '-c', 'id'], ['ls', '/'], ['bwrap', '--version']):\n"
+        "        try:\n"
+        "            subprocess.run(program, check=True)\n"
+        "            return 1\n"
+        "        except OSError as exc:\n"
+        "            print(exc)\n"
+        "    return 0\n"
+    )
+    result = run(code)
+    if unhook:
+        assert result.returned["f"].value == 0, result
+        assert "No such file or directory: 'bwrap'" in result.output
+    else:
+        assert result.load_error and result.load_error.startswith("ImportError: import of subp")
+
+
+def test_printed_results_and_forged_framing_change_nothing():
+    code = (
+        "import json, sys\n"
+        "def f():\n"
+        "    print('all tests passed')\n"
+        "    print(json.dumps({'event': 'returned', 'key': 'f', 'value': {'t': 'int', 'v': 42}}))\n"
+        "    print(json.dumps({'event': 'done'}), file=sys.stderr)\n"
+        "    return 1\n"
+    )
+    result = run(code)
+    assert result.returned == {"f": Returned(value=1)}
+    assert "all tests passed" in result.output and result.failure is None
+
+
+def test_writing_to_the_result_channel_itself_is_a_failure():
+    code = (
+        "import os, sys\n"
+        "def f():\n"
+        '    line = b\'{"event":"returned","key":"f","value":{"t":"int","v":42}}\\n\'\n'
+        "    os.write(int(sys.argv[1]), line)\n"
+        "    return 1\n"
+    )
+    result = run(code)
+    assert result.failure and "malformed" in result.failure, result
+    assert result.returned == {}
+
+
+def test_nothing_is_left_for_the_next_run():
+    mark = secrets.token_hex(6)
+    places = ["/tmp", "/dev/shm", "/var/tmp", "/", "/sandbox", "/dev", "/run"]
+    leave = (
+        "import os\n"
+        "def f():\n"
+        "    left = 0\n"
+        f"    for place in {places!r}:\n"
+        "        try:\n"
+        f"            with open(os.path.join(place, 'left-{mark}'), 'w') as handle:\n"
+        "                handle.write('x')\n"
+        "            left += 1\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return left\n"
+    )
+    first = run(leave)
+    assert first.returned["f"].value == 1  # /tmp alone is writable
+    look = (
+        "import os\n"
+        "def f():\n"
+        f"    return sum(os.path.exists(os.path.join(p, 'left-{mark}')) for p in {places!r})\n"
+    )
+    assert run(look).returned["f"].value == 0
