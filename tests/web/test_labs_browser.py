@@ -351,3 +351,44 @@ def test_opening_a_finished_submission_puts_focus_on_its_result(live_server, pag
     assert page.evaluate("document.activeElement.id") == "lab-result"
     page.goto(f"{live_server.url}/labs/{lab.slug}/")
     assert page.evaluate("document.activeElement.id") != "lab-result"
+
+
+# --- Through the real sandbox -----------------------------------------------------------
+
+STABLE_SOFTMAX = """import numpy as np
+
+
+def softmax(z):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    print("rows:", z.shape[:-1])
+    return e / e.sum(axis=-1, keepdims=True)
+"""
+
+
+@pytest.mark.sandbox
+def test_through_the_sandbox_the_page_shows_a_failure_then_a_pass(
+    live_server, page, learner, monkeypatch
+):
+    """The learner's code runs only in the sandbox: grading runs where the worker would,
+    after the request's commit, and the page polls until the verdict is in."""
+    from labs import tasks
+    from tests.labs import require_sandbox
+
+    require_sandbox()
+    monkeypatch.setattr(tasks.grade_submission, "delay", tasks.grade_submission)
+    softmax = selectors.lab_get("softmax")
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/labs/softmax/")
+    assert page.input_value("#lab-code") == softmax.starter_code
+    page.get_by_role("button", name="Run the tests").click()
+    wait_until(page, "document.querySelector('#lab-result[data-status=done]') !== null", 60)
+    assert "Failed" in page.inner_text("#lab-headline")
+    assert "NotImplementedError" in page.inner_text("#lab-result")
+    page.locator("#lab-code").fill(STABLE_SOFTMAX)
+    page.get_by_role("button", name="Run the tests").click()
+    wait_until(page, "document.getElementById('lab-announce').textContent.startsWith('Passed')", 60)
+    assert "rows:" in page.inner_text(".lab-output")
+    assert page.locator("#lab-history tbody tr").count() == 2
+    page.goto(f"{live_server.url}/labs/")
+    assert "Passed" in page.inner_text(".lab-list li:first-child")
