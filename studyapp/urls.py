@@ -24,6 +24,7 @@ urlpatterns = [
     # Unknown API routes answer JSON, in debug mode too (where handler404 is not used).
     re_path(r"^api/", views.api_not_found),
     path("", include("exercises.web_urls")),
+    path("", include("labs.web_urls")),
     path("", include("cards.web_urls")),
 ]
 
