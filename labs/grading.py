@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-from . import sandbox
+from . import availability, sandbox
 from .spec import Call, Lab, RunResult, TestOutcome, Verdict
 
 logger = logging.getLogger(__name__)
@@ -53,13 +53,9 @@ def lab_limits() -> sandbox.Limits:
 
 
 def sandbox_unavailable() -> str | None:
-    """Why no sandbox can start here, in words; None when one can."""
-    try:
-        reason = sandbox.unavailable()
-    except Exception:
-        logger.exception("The sandbox check failed")
-        return "the sandbox check failed; see the service's log"
-    return None if reason is None else str(reason)
+    """Why lab code cannot be graded now, in words; None when it can
+    (``labs.availability``: a sandbox here, or a labs worker reporting one)."""
+    return availability.sandbox_problem()
 
 
 def sandbox_run(code: str, calls: Sequence[Call]) -> RunResult:

@@ -12,8 +12,9 @@ from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_ready
 
-from . import services
+from . import availability, services
 
 # Well above the sandbox's wall time, well under the broker's visibility timeout.
 SOFT_TIME_LIMIT = 120
@@ -37,3 +38,20 @@ def grade_submission(submission_id: int) -> Any:
         )
         return "failed"
     return None if submission is None else submission.status
+
+
+@shared_task(ignore_result=True, soft_time_limit=30, time_limit=40)
+def report_sandbox() -> str | None:
+    """Check the sandbox on the labs worker and keep the answer for the web processes."""
+    return availability.report()
+
+
+@worker_ready.connect
+def _report_on_start(sender: Any = None, **_: Any) -> None:
+    # A labs worker reports as soon as it starts, not a beat interval later.
+    try:
+        queues = sender.app.amqp.queues.consume_from or {}
+    except AttributeError:
+        return
+    if "labs" in queues:
+        availability.report()

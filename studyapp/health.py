@@ -72,10 +72,11 @@ def check_beat(*, now: dt.datetime | None = None) -> None:
 
 
 def check_sandbox() -> str | None:
-    """Why no lab sandbox can start here (None when one can): a real start, cached."""
-    from labs.sandbox import unavailable
+    """Why lab code cannot be graded (None when it can): a sandbox this process can start,
+    or a labs worker that reported one within minutes (``labs.availability``)."""
+    from labs.availability import sandbox_problem
 
-    return unavailable()
+    return sandbox_problem()
 
 
 CHECKS: dict[str, Callable[[], None]] = {

@@ -311,6 +311,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "cards.tasks.housekeeping",
         "schedule": crontab(minute=17, hour="*"),
     },
+    # Runs on the labs worker (the labs queue): whether it can start a sandbox, kept in
+    # the cache for web processes that cannot start one themselves (labs.availability).
+    "report-lab-sandbox": {
+        "task": "labs.tasks.report_sandbox",
+        "schedule": 60.0,
+    },
 }
 
 # --- Cache: throttle counters and lockouts ------------------------------------------

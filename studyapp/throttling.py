@@ -210,6 +210,8 @@ WEB_FORM_SCOPES = {
     # The exercise pages share the learner's budget with POST exercises/ and .../submit/.
     "exercise-index": "exercise_create",
     "exercise-page-submit": "exercise_submit",
+    # The lab page's form shares the learner's budget with POST labs/{slug}/submissions/.
+    "lab-page": "lab_submit",
 }
 # Forms whose POST counts only when it carries this field.
 WEB_FORM_SCOPES_WITH_FIELD = {"profile": ("login", "password")}
