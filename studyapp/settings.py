@@ -194,7 +194,7 @@ STUDY_EXERCISE_TTL_DAYS = 7
 # A card failed this many times (net of undos) is a leech for that learner.
 STUDY_LEECH_LAPSES = int(os.environ.get("STUDY_LEECH_LAPSES", "8"))
 
-# --- Labs (docs/labs-api.md) -----------------------------------------------------
+# --- Labs (docs/labs.md) -----------------------------------------------------------
 # The limits of one run of a learner's code in the sandbox (labs.grading.lab_limits);
 # code that breaks one is judged not passed, with a message naming the limit.
 STUDY_LAB_CPU_SECONDS = float(os.environ.get("STUDY_LAB_CPU_SECONDS", "5"))
