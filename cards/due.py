@@ -197,6 +197,7 @@ DUE_PAGE_FIELDS = (
     "card__prompt",
     "card__answer",
     "card__exercise",
+    "card__points",
     "card__position",
     "card__is_active",
     "card__created_at",

@@ -46,6 +46,7 @@ def due_items(rows: list[dict], *, exercises: Mapping[int, Any]) -> list[dict]:
                 "exercise": None
                 if spec is None
                 else {"kind": spec.get("kind"), "params": spec.get("params") or {}},
+                "points": list(row["card__points"] or []),
                 "position": row["card__position"],
                 "active": row["card__is_active"],
                 "created_at": datetimes.to_representation(row["card__created_at"]),

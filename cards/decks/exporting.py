@@ -23,17 +23,18 @@ def deck_export(*, deck: Deck) -> dict:
         if not key:
             key = derived_key(card.prompt, taken)
             taken.add(key)
-        entries.append(
-            {
-                "key": key,
-                "kind": card.kind,
-                "prompt": card.prompt,
-                "answer": card.answer,
-                "tags": sorted(tag.name for tag in card.tags.all()),
-                "exercise": card.exercise,
-                "active": card.is_active,
-            }
-        )
+        entry = {
+            "key": key,
+            "kind": card.kind,
+            "prompt": card.prompt,
+            "answer": card.answer,
+            "tags": sorted(tag.name for tag in card.tags.all()),
+            "exercise": card.exercise,
+            "active": card.is_active,
+        }
+        if card.points:
+            entry["points"] = list(card.points)
+        entries.append(entry)
     return {
         "format": FORMAT_VERSION,
         "deck": {"slug": deck.slug, "title": deck.title, "description": deck.description},

@@ -30,6 +30,7 @@ CARD_FIELDS = (
     "prompt",
     "answer",
     "exercise",
+    "points",
     "position",
     "is_active",
     "generation_error",
@@ -213,6 +214,7 @@ class _Plan:
                 "prompt": spec.prompt,
                 "answer": spec.answer,
                 "exercise": spec.exercise,
+                "points": list(spec.points),
                 "position": position,
                 "is_active": spec.active,
                 # The file passed the card rules, so a generation failure recorded

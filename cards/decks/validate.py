@@ -37,6 +37,7 @@ class CardSpec:
     exercise: dict | None
     active: bool
     key_given: bool
+    points: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -221,16 +222,20 @@ class CardEntrySerializer(_Strict):
     answer = _AsGiven(default="")
     tags = _TagList(required=False, default=list)
     exercise = _AsGiven(default=None)
+    points = _AsGiven(default=list)
     active = _Flag(required=False, default=True)
 
     def validate(self, attrs):
         if attrs.get("answer") is None:
             attrs["answer"] = ""
+        if attrs.get("points") is None:
+            attrs["points"] = []
         problems = rules.card_problems(
             kind=attrs.get("kind"),
             prompt=attrs.get("prompt"),
             answer=attrs["answer"],
             exercise=attrs.get("exercise"),
+            points=attrs["points"],
         )
         if problems:
             raise serializers.ValidationError(
@@ -339,6 +344,7 @@ def _card_specs(
                 exercise=values["exercise"],
                 active=values["active"],
                 key_given=bool(values.get("key")),
+                points=tuple(rules.clean_points(values["points"])),
             )
         )
     return cards

@@ -4,7 +4,14 @@ from .accounts import profile_update, register, timezone_names, validate_timezon
 from .cards import card_create, card_update, cards_set_active
 from .controls import card_bury, card_resume, card_suspend
 from .enrollment import EnrollResult, enroll, unenroll
-from .errors import ExerciseCardReview, IdempotencyConflict, NotDue, NotScheduled, ReviewError
+from .errors import (
+    ExerciseCardReview,
+    IdempotencyConflict,
+    NotDue,
+    NotScheduled,
+    ReviewError,
+    WrittenAnswerRefused,
+)
 from .exercise_reviews import (
     DueExercise,
     due_exercises_bind,
@@ -40,6 +47,7 @@ __all__ = [
     "ReportTargetMissing",
     "ReviewError",
     "UndoRefused",
+    "WrittenAnswerRefused",
     "card_bury",
     "card_create",
     "card_resume",

@@ -20,7 +20,7 @@ from exercises.models import Exercise
 
 from .. import due, lapses, selectors, services
 from ..forms import ReportForm, ReviewForm
-from ..models import Card
+from ..models import Card, ReviewLog
 from ..services.review_page import next_reviewable
 from .common import form_problems, study_today
 
@@ -50,7 +50,13 @@ def review(request: HttpRequest) -> HttpResponse:
             },
         )
     count = due.due_count(learner=learner, today=today)
-    context = {"state": state, "card": state.card, "today": today, "due": count}
+    context = {
+        "state": state,
+        "card": state.card,
+        "today": today,
+        "due": count,
+        "max_answer_chars": ReviewLog.MAX_ANSWER_TEXT_CHARS,
+    }
     context.update(_session_progress(learner, today, count))
     if state.card.kind == Card.Kind.EXERCISE:
         if exercise is None:
@@ -72,7 +78,8 @@ def _review_post(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         problems = form_problems(form)
         return HttpResponseBadRequest(
-            f"Expected a card id and a result of 'pass' or 'fail' ({problems}).",
+            "Expected a card id, a result of 'pass' or 'fail' and an optional written answer "
+            f"of at most {ReviewLog.MAX_ANSWER_TEXT_CHARS:,} characters ({problems}).",
             content_type="text/plain",
         )
     try:
@@ -81,6 +88,7 @@ def _review_post(request: HttpRequest) -> HttpResponse:
             card=form.cleaned_data["card"],
             result=form.cleaned_data["result"],
             at=timezone.now(),
+            answer_text=form.cleaned_data["answer_text"],
         )
     except services.NotDue as exc:
         messages.info(
@@ -90,6 +98,8 @@ def _review_post(request: HttpRequest) -> HttpResponse:
         messages.warning(request, "That card is not in your review queue any more.")
     except services.ExerciseCardReview:
         messages.warning(request, "Exercise cards are reviewed by submitting their exercise.")
+    except services.WrittenAnswerRefused as exc:
+        messages.warning(request, str(exc))
     else:
         word = "Good" if log.result == "pass" else "Again"
         messages.success(
