@@ -95,7 +95,10 @@ class CardAdmin(admin.ModelAdmin):
     actions = ["activate", "deactivate"]
     fieldsets = [
         (None, {"fields": ["deck", "key", "kind", "position", "is_active", "tags"]}),
-        ("Content", {"fields": ["prompt", "answer", "exercise", "lab", "generation_problem"]}),
+        (
+            "Content",
+            {"fields": ["prompt", "answer", "points", "exercise", "lab", "generation_problem"]},
+        ),
         ("Preview", {"fields": ["preview"]}),
         ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]
@@ -142,8 +145,16 @@ class CardAdmin(admin.ModelAdmin):
             return "Save the card to see its preview."
         warnings = rules.math_warnings(prompt=card.prompt, answer=card.answer)
         # render_markdown returns sanitised HTML (nh3), so it is safe to mark.
+        points = (
+            format_html(
+                "<h4>Key points</h4><ul>{}</ul>",
+                format_html_join("", "<li>{}</li>", ((point,) for point in card.points)),
+            )
+            if card.points
+            else ""
+        )
         return format_html(
-            '<div class="card-preview">{}<h4>Prompt</h4>{}<h4>Answer</h4>{}</div>',
+            '<div class="card-preview">{}<h4>Prompt</h4>{}<h4>Answer</h4>{}{}</div>',
             format_html_join(
                 "",
                 '<p class="math-warning" role="alert">{}: {}</p>',
@@ -151,6 +162,7 @@ class CardAdmin(admin.ModelAdmin):
             ),
             mark_safe(render_markdown(card.prompt)),
             mark_safe(render_markdown(card.answer)),
+            points,
         )
 
     def save_model(self, request, obj, form, change):
@@ -202,12 +214,18 @@ class ReviewLogAdmin(ReadOnlyAdmin):
         "step_before",
         "step_after",
         "due_after",
+        "written_answer",
     ]
     list_filter = ["result", "study_day"]
     list_select_related = ["learner"]
     search_fields = ["learner__username"]
     date_hierarchy = "reviewed_at"
     show_full_result_count = False
+
+    @admin.display(description="Written answer")
+    def written_answer(self, log):
+        text = " ".join(log.answer_text.split())
+        return text[:80] + ("…" if len(text) > 80 else "")
 
 
 @admin.register(Enrollment)

@@ -198,6 +198,7 @@ DUE_PAGE_FIELDS = (
     "card__answer",
     "card__exercise",
     "card__lab",
+    "card__points",
     "card__position",
     "card__is_active",
     "card__created_at",

@@ -12,7 +12,7 @@ from django.contrib.auth.forms import UserCreationForm
 from labs import selectors as lab_selectors
 
 from . import rules
-from .models import Card
+from .models import Card, ReviewLog
 from .services.accounts import timezone_names
 
 HOURS = [(hour, f"{hour:02d}:00") for hour in range(24)]
@@ -91,6 +91,8 @@ class ReviewForm(forms.Form):
     # The upper bound is the largest id a row can have; beyond it SQLite overflows.
     card = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     result = forms.ChoiceField(choices=[("pass", "Good"), ("fail", "Again")])
+    # An interview card's written answer; the service refuses one for another kind.
+    answer_text = forms.CharField(required=False, max_length=ReviewLog.MAX_ANSWER_TEXT_CHARS)
 
 
 # --- Study controls ---------------------------------------------------------------
@@ -122,8 +124,33 @@ class PauseForm(forms.Form):
     )
 
 
+class PointLinesField(forms.CharField):
+    """An interview card's key points edited as text, one point per line (blank lines skipped)."""
+
+    widget = forms.Textarea(attrs={"rows": 5})
+
+    def prepare_value(self, value):
+        if isinstance(value, (list, tuple)):
+            return "\n".join(str(point) for point in value)
+        return value
+
+    def to_python(self, value):
+        text = super().to_python(value)
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 class CardAdminForm(forms.ModelForm):
     """The staff's card editor: the card rules of ``cards.rules``, as the API and deck files."""
+
+    points = PointLinesField(
+        required=False,
+        label="Key points",
+        help_text=(
+            f"Interview cards only: the model answer's key points, one per line (at most "
+            f"{rules.MAX_POINTS}, each up to {rules.MAX_POINT_CHARS} characters). Learners tick "
+            "them against the answer they wrote."
+        ),
+    )
 
     class Meta:
         model = Card
@@ -136,6 +163,7 @@ class CardAdminForm(forms.ModelForm):
             "tags",
             "prompt",
             "answer",
+            "points",
             "exercise",
             "lab",
         ]
@@ -154,7 +182,7 @@ class CardAdminForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        fields = ("kind", "prompt", "answer", "exercise", "lab")
+        fields = ("kind", "prompt", "answer", "exercise", "lab", "points")
         if any(name in self.errors for name in fields):
             return cleaned  # a field already failed on its own; its message says why
         instance = self.instance
@@ -168,9 +196,13 @@ class CardAdminForm(forms.ModelForm):
             prompt=values["prompt"] or "",
             exercise=values["exercise"],
             lab=values["lab"] or None,
+            points=values["points"] or [],
         ).items():
-            # "exercise.params.n" is shown on the exercise field as "params.n: ...".
+            # "exercise.params.n" is shown on the exercise field as "params.n: ...",
+            # "points.2" on the points field as "Line 3: ...".
             name, _, detail = field.partition(".")
+            if name == "points" and detail.isdigit():
+                detail = f"Line {int(detail) + 1}"
             self.add_error(name, [f"{detail}: {m}" if detail else m for m in messages])
         self._check_key(cleaned)
         return cleaned

@@ -66,6 +66,14 @@ class Card(models.Model):
         blank=True,
         help_text="For lab cards: the slug of the lab (GET /api/v1/labs/) that reviews it.",
     )
+    # Interview cards: the model answer's key points, ticked against a written answer
+    # (``cards.rules`` checks them). Database default too: benchmarks insert cards in SQL.
+    points = models.JSONField(
+        default=list,
+        db_default=[],
+        blank=True,
+        help_text="Interview cards: the model answer's key points, one short text each.",
+    )
     position = models.PositiveIntegerField(default=0, help_text="Order within the deck.")
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -281,6 +289,8 @@ class ReviewLog(models.Model):
         PASS = "pass", "Pass"
         FAIL = "fail", "Fail"
 
+    MAX_ANSWER_TEXT_CHARS = 10_000
+
     learner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_logs"
     )
@@ -299,6 +309,10 @@ class ReviewLog(models.Model):
     due_before = models.DateField()
     due_after = models.DateField()
     idempotency_key = models.CharField(max_length=255, blank=True, default="")
+    # What the learner wrote before seeing an interview card's model answer (at most
+    # MAX_ANSWER_TEXT_CHARS, checked by the review service). Database default: bulk
+    # loads insert the log in SQL.
+    answer_text = models.TextField(blank=True, default="", db_default="")
     # Set on a compensating entry: it cancels that review (same result, steps and
     # dates reversed). Counts net of undos subtract entries that carry it.
     undo_of = models.OneToOneField(

@@ -47,6 +47,7 @@ def due_items(rows: list[dict], *, exercises: Mapping[int, Any]) -> list[dict]:
                 if spec is None
                 else {"kind": spec.get("kind"), "params": spec.get("params") or {}},
                 "lab": None if row["card__lab"] is None else {"slug": row["card__lab"]},
+                "points": list(row["card__points"] or []),
                 "position": row["card__position"],
                 "active": row["card__is_active"],
                 "created_at": datetimes.to_representation(row["card__created_at"]),

@@ -20,6 +20,9 @@ from studyapp.common.rendering import formula_renders, formulas
 CARD_KINDS = ("recall", "interview", "exercise", "lab")
 ANSWERED_KINDS = ("recall", "interview")
 MAX_TEXT_CHARS = 20_000
+# An interview card's key points: a short checklist, ticked against a written answer.
+MAX_POINTS = 12
+MAX_POINT_CHARS = 200
 KEY_MAX = 100
 TAG_MAX = 50
 EXERCISE_FIELDS = ("kind", "params")
@@ -99,10 +102,10 @@ def exercise_problems(spec: Any) -> Problems:
 
 
 def card_problems(
-    *, kind: Any, prompt: Any, answer: Any, exercise: Any, lab: Any = None
+    *, kind: Any, prompt: Any, answer: Any, exercise: Any, lab: Any = None, points: Any = ()
 ) -> Problems:
     """Problems of a card's content, keyed by field (``exercise.*`` for the exercise spec;
-    ``lab`` for a lab card's lab slug)."""
+    ``lab`` for a lab card's lab slug; ``points.<i>`` for one key point)."""
     problems: Problems = {}
     if kind not in CARD_KINDS:
         _add(problems, "kind", f"Expected one of {', '.join(CARD_KINDS)}, got {kind!r}.")
@@ -116,7 +119,56 @@ def card_problems(
         _add(problems, "answer", f"{article} {kind} card needs an answer (Markdown).")
     _card_exercise_problems(problems, kind, exercise)
     _card_lab_problems(problems, kind, lab)
+    _points_problems(problems, kind, points)
     return problems
+
+
+def _points_problems(problems: Problems, kind: Any, points: Any) -> None:
+    """An interview card's key points: a list of short distinct texts; other kinds carry none.
+
+    Only an interview card is answered in writing, so only its points have something to
+    be ticked against.
+    """
+    if points is None or (isinstance(points, (list, tuple)) and not points):
+        return
+    if not isinstance(points, (list, tuple)):
+        _add(problems, "points", f"Expected a list of short texts, got {type_name(points)}.")
+        return
+    if kind in CARD_KINDS and kind != "interview":
+        _add(
+            problems,
+            "points",
+            f"Only interview cards carry key points; expected an empty list for a {kind} card.",
+        )
+        return
+    if len(points) > MAX_POINTS:
+        _add(problems, "points", f"Expected at most {MAX_POINTS} key points, got {len(points)}.")
+    seen: set[str] = set()
+    for index, point in enumerate(points):
+        problem = _point_problem(point, seen)
+        if problem:
+            _add(problems, f"points.{index}", problem)
+
+
+def _point_problem(point: Any, seen: set[str]) -> str | None:
+    """What is wrong with one key point, if anything; ``seen`` holds the points before it."""
+    if not isinstance(point, str):
+        return f"Expected a short text, got {type_name(point)}."
+    if not point.strip():
+        return "Expected a short text, got an empty string."
+    if len(point) > MAX_POINT_CHARS:
+        return f"Expected at most {MAX_POINT_CHARS} characters, got {len(point)}."
+    if "\x00" in point:
+        return "Contains a NUL character (\\x00); remove it."
+    if point.strip() in seen:
+        return f"The key point {point.strip()!r} is given twice; keep one."
+    seen.add(point.strip())
+    return None
+
+
+def clean_points(points: Any) -> list[str]:
+    """Key points as stored: each stripped of surrounding spaces (they passed the rules)."""
+    return [point.strip() for point in points or ()]
 
 
 def _text_problems(problems: Problems, name: str, value: Any) -> None:

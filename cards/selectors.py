@@ -106,6 +106,15 @@ def review_history(*, learner, card_id: int | None = None) -> QuerySet[ReviewLog
     return logs.order_by("-reviewed_at", "-id")
 
 
+def written_answers(*, learner, card_id: int) -> QuerySet[ReviewLog]:
+    """The learner's written answers to a card, newest first, without undone reviews."""
+    return (
+        review_history(learner=learner, card_id=card_id)
+        .filter(undo_of__isnull=True, undone_by__isnull=True)
+        .exclude(answer_text="")
+    )
+
+
 def net_review_log(*, learner) -> QuerySet[ReviewLog]:
     """The learner's reviews oldest first, without undone ones or their undo entries."""
     return ReviewLog.objects.filter(

@@ -191,6 +191,17 @@ class TagListField(serializers.Field):
         return list(dict.fromkeys(data))
 
 
+@extend_schema_field({"type": "array", "maxItems": rules.MAX_POINTS, "items": {"type": "string"}})
+class PointListField(serializers.Field):
+    """Key points as given; the card rules (``cards.rules``) check them with the card's kind."""
+
+    def to_representation(self, points):
+        return list(points or [])
+
+    def to_internal_value(self, data):
+        return data
+
+
 class CardSerializer(serializers.ModelSerializer):
     deck = serializers.SlugRelatedField(slug_field="slug", queryset=Deck.objects.all())
     kind = StrictChoiceField(choices=Card.Kind.values)
@@ -199,6 +210,7 @@ class CardSerializer(serializers.ModelSerializer):
     tags = TagListField(required=False)
     exercise = ExerciseSpecSerializer(allow_null=True, required=False, default=None)
     lab = LabRefField(allow_null=True, required=False, default=None)
+    points = PointListField(required=False, help_text="Interview cards: the key points to tick.")
     key = serializers.SlugField(max_length=100, required=False, allow_blank=True)
     position = StrictIntegerField(min_value=0, max_value=1_000_000, required=False)
     active = StrictBooleanField(source="is_active", required=False, default=True)
@@ -215,6 +227,7 @@ class CardSerializer(serializers.ModelSerializer):
             "tags",
             "exercise",
             "lab",
+            "points",
             "position",
             "active",
             "created_at",
@@ -236,6 +249,7 @@ class CardSerializer(serializers.ModelSerializer):
             answer=current("answer", ""),
             exercise=current("exercise", None),
             lab=current("lab", None),
+            points=current("points", []),
         )
         deck, key = current("deck", None), current("key", "")
         if key and not problems:
@@ -245,6 +259,8 @@ class CardSerializer(serializers.ModelSerializer):
             problems = rules.key_problems(key, taken=clash.exists())
         if problems:
             raise serializers.ValidationError(problems)
+        if "points" in attrs:
+            attrs["points"] = rules.clean_points(attrs["points"])
         return attrs
 
     def create(self, validated_data):
@@ -286,6 +302,15 @@ class DueQueueSerializer(serializers.Serializer):
 class ReviewCreateSerializer(serializers.Serializer):
     card = StrictIntegerField(min_value=1, max_value=2**63 - 1)
     result = StrictChoiceField(choices=ReviewLog.Result.values)
+    answer_text = StrictCharField(
+        max_length=ReviewLog.MAX_ANSWER_TEXT_CHARS,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Interview cards only: the answer written before the model answer was shown, "
+        f"at most {ReviewLog.MAX_ANSWER_TEXT_CHARS:,} characters; kept with the review. A "
+        "non-empty one for another kind of card is a 400.",
+    )
 
 
 class ReviewSerializer(serializers.ModelSerializer):
@@ -307,6 +332,7 @@ class ReviewSerializer(serializers.ModelSerializer):
             "due_before",
             "due_on",
             "undo_of",
+            "answer_text",
         ]
 
 

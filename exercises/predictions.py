@@ -137,17 +137,30 @@ class Question:
     answer: str
 
 
+def _question_lead(question: str) -> str:
+    return f"**Predict first:** {question}\n\n"
+
+
 def with_prediction(generated: Generated, question: Question) -> Generated:
     """``generated`` (a ``kinds.base.Generated``) with ``question`` asked first."""
     if question.answer not in question.choices:
         raise ValueError(f"{question.answer!r} is not among the choices {question.choices!r}")
-    prompt = f"**Predict first:** {question.text}\n\n{generated.prompt}"
+    prompt = _question_lead(question.text) + generated.prompt
     return replace(
         generated,
         prompt=prompt,
         asks=[prediction_ask(question.text, question.choices), *generated.asks],
         solution={PREDICTION_PART: question.answer, **generated.solution},
     )
+
+
+def prompt_without_question(prompt: str, asks: Sequence[Mapping[str, Any]]) -> str:
+    """An exercise's prompt without the prediction's question in front: for a page that
+    asks the question in its own form, so that it is shown once."""
+    ask = first_prediction(asks)
+    if ask is None or not ask.get("question"):
+        return prompt
+    return prompt.removeprefix(_question_lead(ask["question"]))
 
 
 def top_key_rows(weights: Any, mask: Any) -> list[int]:

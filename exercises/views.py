@@ -86,6 +86,8 @@ def exercise_context(
     closed = services.closed_error(exercise)
     return {
         "exercise": exercise,
+        # The prediction's question is asked in its own form below the prompt.
+        "exercise_prompt": predictions.prompt_without_question(exercise.prompt, exercise.asks),
         "kind": KINDS.get(exercise.kind),
         "inputs": input_items(exercise),
         "parts": parts,

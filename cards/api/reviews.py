@@ -147,10 +147,12 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
                 present=lambda log: ReviewSerializer(log).data,
                 idempotency_key=key,
                 path=request.path,
+                answer_text=data.validated_data["answer_text"],
             )
         except (
             services.NotScheduled,
             services.ExerciseCardReview,
+            services.WrittenAnswerRefused,
             services.NotDue,
             services.IdempotencyConflict,
         ) as exc:
@@ -181,6 +183,8 @@ def _review_refused(exc: Exception) -> Response:
             {"card": ["This is a lab card: submit its lab (labs/{slug}/submissions/) instead."]},
             status=status.HTTP_400_BAD_REQUEST,
         )
+    if isinstance(exc, services.WrittenAnswerRefused):
+        return Response({"answer_text": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, services.ExerciseCardReview):
         return Response(
             {

@@ -34,6 +34,8 @@ def deck_export(*, deck: Deck) -> dict:
         }
         if card.lab is not None:  # lab cards only, as files write them
             entry["lab"] = card.lab
+        if card.points:
+            entry["points"] = list(card.points)
         entries.append(entry)
     return {
         "format": FORMAT_VERSION,

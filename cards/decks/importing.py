@@ -31,6 +31,7 @@ CARD_FIELDS = (
     "answer",
     "exercise",
     "lab",
+    "points",
     "position",
     "is_active",
     "generation_error",
@@ -215,6 +216,7 @@ class _Plan:
                 "answer": spec.answer,
                 "exercise": spec.exercise,
                 "lab": spec.lab,
+                "points": list(spec.points),
                 "position": position,
                 "is_active": spec.active,
                 # The file passed the card rules, so a generation failure recorded

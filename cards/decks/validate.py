@@ -38,6 +38,7 @@ class CardSpec:
     active: bool
     key_given: bool
     lab: str | None = None
+    points: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -223,17 +224,21 @@ class CardEntrySerializer(_Strict):
     tags = _TagList(required=False, default=list)
     exercise = _AsGiven(default=None)
     lab = _AsGiven(default=None)
+    points = _AsGiven(default=list)
     active = _Flag(required=False, default=True)
 
     def validate(self, attrs):
         if attrs.get("answer") is None:
             attrs["answer"] = ""
+        if attrs.get("points") is None:
+            attrs["points"] = []
         problems = rules.card_problems(
             kind=attrs.get("kind"),
             prompt=attrs.get("prompt"),
             answer=attrs["answer"],
             exercise=attrs.get("exercise"),
             lab=attrs.get("lab"),
+            points=attrs["points"],
         )
         if problems:
             raise serializers.ValidationError(
@@ -343,6 +348,7 @@ def _card_specs(
                 active=values["active"],
                 key_given=bool(values.get("key")),
                 lab=values["lab"],
+                points=tuple(rules.clean_points(values["points"])),
             )
         )
     return cards

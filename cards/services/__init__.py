@@ -11,6 +11,7 @@ from .errors import (
     NotDue,
     NotScheduled,
     ReviewError,
+    WrittenAnswerRefused,
 )
 from .exercise_reviews import (
     DueExercise,
@@ -48,6 +49,7 @@ __all__ = [
     "ReportTargetMissing",
     "ReviewError",
     "UndoRefused",
+    "WrittenAnswerRefused",
     "card_bury",
     "card_create",
     "card_resume",

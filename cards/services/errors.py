@@ -21,6 +21,17 @@ class LabCardReview(ExerciseCardReview):
     """Lab cards are reviewed by submitting their lab (the first submission of a study day)."""
 
 
+class WrittenAnswerRefused(ReviewError):
+    """A written answer for a card that is not answered in writing (not an interview card)."""
+
+    def __init__(self, kind: str):
+        super().__init__(
+            f"Only interview cards take a written answer; this is a {kind} card. "
+            "Send answer_text empty or leave it out."
+        )
+        self.kind = kind
+
+
 class NotDue(ReviewError):
     def __init__(self, due_on: dt.date):
         super().__init__(f"This card is not due until {due_on.isoformat()}.")

@@ -73,6 +73,7 @@ def _reviews(user: Any) -> list[Mapping[str, Any]]:
             "interval_days",
             "due_before",
             "due_after",
+            "answer_text",
         )
     )
 
@@ -184,14 +185,16 @@ def account_delete(*, user: Any) -> None:
     """Delete the learner and their personal data.
 
     The review log stays for the staff's card statistics, moved to an account that
-    stands for all deleted learners and stripped of idempotency keys, so nothing
-    in it points back to the person. Everything else of theirs is deleted. A learner's
+    stands for all deleted learners and stripped of idempotency keys and written
+    answers, so nothing in it points back to the person. Everything else of theirs is deleted. A learner's
     own deletion confirms the password first (``accounts.account_delete``).
     """
     if user.get_username() == DELETED_LEARNERS_USERNAME:
         raise ValidationError({"detail": ["This account holds deleted learners' reviews."]})
     holder = _deleted_learners()
-    moved = ReviewLog.objects.filter(learner=user).update(learner=holder, idempotency_key="")
+    moved = ReviewLog.objects.filter(learner=user).update(
+        learner=holder, idempotency_key="", answer_text=""
+    )
     # The per-day counts follow the log; the learner's own rows go with the account.
     review_days.review_days_merge(from_learner_id=user.pk, into_learner_id=holder.pk)
     _forget_log_ins(user)

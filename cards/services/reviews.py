@@ -18,11 +18,25 @@ from .. import ladder, selectors
 from ..db.inserts import inserted, raw_insert
 from ..db.reviews import move_and_log
 from ..models import Card, IdempotencyKey, ReviewLog, ReviewState
-from .errors import ExerciseCardReview, IdempotencyConflict, LabCardReview, NotDue, NotScheduled
+from .errors import (
+    ExerciseCardReview,
+    IdempotencyConflict,
+    LabCardReview,
+    NotDue,
+    NotScheduled,
+    WrittenAnswerRefused,
+)
 
 
 def _advance(
-    *, learner: Any, state: ReviewState, result: str, today: dt.date, at: dt.datetime, key: str
+    *,
+    learner: Any,
+    state: ReviewState,
+    result: str,
+    today: dt.date,
+    at: dt.datetime,
+    key: str,
+    answer_text: str = "",
 ) -> ReviewLog:
     if state.due_on > today:
         raise NotDue(state.due_on)
@@ -43,6 +57,7 @@ def _advance(
         due_before=state.due_on,
         due_after=schedule.due_on,
         idempotency_key=key,
+        answer_text=answer_text,
     )
     moved = move_and_log(state=state, step=schedule.step, due_on=schedule.due_on, log=log)
     if not moved:
@@ -53,9 +68,18 @@ def _advance(
 
 @retried_on_conflict
 def review_record(
-    *, learner: Any, card: Card | int, result: str, at: dt.datetime, idempotency_key: str = ""
+    *,
+    learner: Any,
+    card: Card | int,
+    result: str,
+    at: dt.datetime,
+    idempotency_key: str = "",
+    answer_text: str = "",
 ) -> ReviewLog:
     """Record a pass or fail for a due recall or interview card and move it on the ladder.
+
+    ``answer_text`` is what the learner wrote before seeing an interview card's model
+    answer, kept with the review; another kind of card takes none (``WrittenAnswerRefused``).
 
     No transaction of its own: the state moves, the log is appended and the review is
     counted in its ``ReviewDay`` together (``cards.db.reviews.move_and_log``: one
@@ -65,6 +89,8 @@ def review_record(
     """
     if result not in ReviewLog.Result.values:
         raise ValueError("result must be 'pass' or 'fail'")
+    if len(answer_text) > ReviewLog.MAX_ANSWER_TEXT_CHARS:
+        raise ValueError(f"answer_text holds at most {ReviewLog.MAX_ANSWER_TEXT_CHARS} characters")
     card_id = card.pk if isinstance(card, Card) else card
     state = selectors.scheduled_state(learner=learner, card_id=card_id)
     if state is None:
@@ -73,9 +99,17 @@ def review_record(
         raise ExerciseCardReview()
     if state.card.kind == Card.Kind.LAB:
         raise LabCardReview()
+    if answer_text and state.card.kind != Card.Kind.INTERVIEW:
+        raise WrittenAnswerRefused(state.card.kind)
     today = selectors.learner_today(learner=learner, at=at)
     return _advance(
-        learner=learner, state=state, result=result, today=today, at=at, key=idempotency_key
+        learner=learner,
+        state=state,
+        result=result,
+        today=today,
+        at=at,
+        key=idempotency_key,
+        answer_text=answer_text,
     )
 
 
@@ -249,12 +283,13 @@ def review_submit(
     present: Callable[[ReviewLog], dict[str, Any]],
     idempotency_key: str = "",
     path: str = "",
+    answer_text: str = "",
 ) -> Recorded:
     """Record a review as ``POST reviews/`` does, at most once per Idempotency-Key.
 
     ``present`` turns the recorded review into the response body, which is stored
-    under the key. The same key with the same request (``path``, card and result)
-    answers the stored body again (``replayed``) and changes nothing. Raises
+    under the key. The same key with the same request (``path``, card, result and
+    written answer) answers the stored body again (``replayed``) and changes nothing. Raises
     ``IdempotencyConflict`` (``in_flight`` or a different body) and the
     ``ReviewError`` of ``review_record``; on any error the claim is let go, so the
     client may retry with the same key.
@@ -262,15 +297,21 @@ def review_submit(
 
     def record() -> Recorded:
         log = review_record(
-            learner=learner, card=card, result=result, at=at, idempotency_key=idempotency_key
+            learner=learner,
+            card=card,
+            result=result,
+            at=at,
+            idempotency_key=idempotency_key,
+            answer_text=answer_text,
         )
         return Recorded(present(log))
 
     if not idempotency_key:
         return record()
-    fingerprint = request_fingerprint(
-        method="POST", path=path, body={"card": card, "result": result}
-    )
+    body: dict[str, Any] = {"card": card, "result": result}
+    if answer_text:  # a review without one fingerprints as it always has
+        body["answer_text"] = answer_text
+    fingerprint = request_fingerprint(method="POST", path=path, body=body)
     hold = idempotency_begin(learner=learner, key=idempotency_key, fingerprint=fingerprint, at=at)
     if isinstance(hold, Replay):
         return Recorded(hold.body, replayed=True)

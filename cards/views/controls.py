@@ -100,6 +100,7 @@ def card_notes(request: HttpRequest, pk: int) -> HttpResponse:
             "state": state,
             "leech": card.pk in lapses.leech_card_ids(learner=request.user, card_ids=[card.pk]),
             "report_form": ReportForm(initial={"card": card.pk}),
+            "written_answers": selectors.written_answers(learner=request.user, card_id=card.pk),
         },
     )
 

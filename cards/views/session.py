@@ -20,7 +20,7 @@ from exercises.models import Exercise
 
 from .. import due, lapses, selectors, services
 from ..forms import ReportForm, ReviewForm
-from ..models import Card
+from ..models import Card, ReviewLog
 from ..services.review_page import next_reviewable
 from .common import form_problems, study_today
 
@@ -50,18 +50,22 @@ def review(request: HttpRequest) -> HttpResponse:
             },
         )
     count = due.due_count(learner=learner, today=today)
-    context = {"state": state, "card": state.card, "today": today, "due": count}
+    context = {
+        "state": state,
+        "card": state.card,
+        "today": today,
+        "due": count,
+        "max_answer_chars": ReviewLog.MAX_ANSWER_TEXT_CHARS,
+    }
     context.update(_session_progress(learner, today, count))
     if state.card.kind == Card.Kind.EXERCISE:
         if exercise is None:
             # The card's exercise spec is broken (logged by the service); say so plainly.
             context["exercise_unavailable"] = True
         else:
-            context.update(
-                exercise_views.exercise_context(
-                    exercise, submit_url=reverse("exercise-page-submit", args=[exercise.pk])
-                )
-            )
+            # Submitted from here, a prediction brings the learner back to this page.
+            submit_url = reverse("exercise-page-submit", args=[exercise.pk]) + "?from=review"
+            context.update(exercise_views.exercise_context(exercise, submit_url=submit_url))
     if state.card.kind == Card.Kind.LAB:
         # Reviewed by submitting the lab (cards.services.lab_reviews), on the lab's page.
         context["lab_url"] = f"/labs/{state.card.lab}/"
@@ -75,7 +79,8 @@ def _review_post(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         problems = form_problems(form)
         return HttpResponseBadRequest(
-            f"Expected a card id and a result of 'pass' or 'fail' ({problems}).",
+            "Expected a card id, a result of 'pass' or 'fail' and an optional written answer "
+            f"of at most {ReviewLog.MAX_ANSWER_TEXT_CHARS:,} characters ({problems}).",
             content_type="text/plain",
         )
     try:
@@ -84,6 +89,7 @@ def _review_post(request: HttpRequest) -> HttpResponse:
             card=form.cleaned_data["card"],
             result=form.cleaned_data["result"],
             at=timezone.now(),
+            answer_text=form.cleaned_data["answer_text"],
         )
     except services.NotDue as exc:
         messages.info(
@@ -95,6 +101,8 @@ def _review_post(request: HttpRequest) -> HttpResponse:
         messages.warning(request, "Lab cards are reviewed by submitting their lab.")
     except services.ExerciseCardReview:
         messages.warning(request, "Exercise cards are reviewed by submitting their exercise.")
+    except services.WrittenAnswerRefused as exc:
+        messages.warning(request, str(exc))
     else:
         word = "Good" if log.result == "pass" else "Again"
         messages.success(
@@ -109,6 +117,11 @@ def _review_post(request: HttpRequest) -> HttpResponse:
 # of a review-bound exercise on its first submission; other submissions are practice.
 
 
+def _back_to_prediction() -> HttpResponse:
+    """Where a prediction made during a review returns: the review page, at the prediction."""
+    return redirect(reverse("review") + "#prediction")
+
+
 @login_required
 @require_POST
 def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
@@ -118,6 +131,7 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
         # Closed whatever the cells hold, as the API answers 409 before reading the body.
         messages.warning(request, str(closed))
         return redirect("exercise-page", pk=exercise.pk)
+    from_review = request.GET.get("from") == "review"
     answers, typed, problems = cells.parse_answer_cells(exercise.asks, request.POST)
     if not problems:
         try:
@@ -132,26 +146,44 @@ def exercise_submit(request: HttpRequest, pk: int) -> HttpResponse:
         except AnswerError as exc:
             problems = {part: [message] for part, message in exc.errors.items()}
         else:
-            review = outcome.result.get("review")
-            url = reverse("exercise-page", args=[exercise.pk])
-            if review is not None:
-                word = "Good" if review["result"] == "pass" else "Again"
-                days = review["interval_days"]
-                messages.success(
-                    request,
-                    f"Review recorded as {word}: next review in {days} day{'s' if days != 1 else ''}.",
-                )
-            if review is not None or request.GET.get("from") == "review":
-                url += "?from=review"
-            return redirect(url)
+            if outcome.attempt is None and from_review:
+                # A prediction records no review: the review goes on, the numbers now open.
+                return _back_to_prediction()
+            return _submitted(request, exercise.pk, outcome.result.get("review"), from_review)
+    if from_review and request.POST.get("phase") == "prediction":
+        # The prediction is asked inside the review: say there what is missing.
+        messages.error(request, _prediction_problem(problems))
+        return _back_to_prediction()
     context = exercise_views.exercise_page_context(
         exercise,
-        from_review=request.GET.get("from") == "review",
+        from_review=from_review,
         typed=typed,
         problems=problems,
         invalid=cells.invalid_cells(exercise.asks, request.POST, problems),
     )
     return render(request, "exercises/exercise_detail.html", context, status=400)
+
+
+def _submitted(request: HttpRequest, pk: int, review: dict | None, from_review: bool):
+    """After a checked submission: its exercise page, saying whether it recorded the review."""
+    url = reverse("exercise-page", args=[pk])
+    if review is not None:
+        word = "Good" if review["result"] == "pass" else "Again"
+        days = review["interval_days"]
+        messages.success(
+            request,
+            f"Review recorded as {word}: next review in {days} day{'s' if days != 1 else ''}.",
+        )
+    if review is not None or from_review:
+        url += "?from=review"
+    return redirect(url)
+
+
+def _prediction_problem(problems: dict) -> str:
+    """A prediction's problems in one sentence, for the review page's messages."""
+    return "Your prediction was not recorded: " + " ".join(
+        str(message) for messages_ in problems.values() for message in messages_
+    )
 
 
 def controls_context(learner, today: dt.date, card=None, exercise=None) -> dict:

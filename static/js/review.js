@@ -3,6 +3,10 @@
 // Keys: Space or Enter shows the answer, then 1 = Again, 2 = Good. Space and Enter act
 // only when focus is not on a link, button or form field, which keep their own keys.
 //
+// Interview cards: an optional written answer before the model answer, sent with the
+// grade (answer_text); the key points are ticked against it, and the grade button the
+// count supports is marked "suggested" in its text. The learner still chooses.
+//
 // Offline queue (static/js/offline.js): a grade is stored in localStorage with a fresh
 // Idempotency-Key before it is sent to POST /api/v1/reviews/. Sent, it leaves the queue;
 // when the network fails it stays, the page moves on to the next due card it carries,
@@ -35,15 +39,22 @@
     return Boolean(target.closest("a, button, input, select, textarea, summary, [role=button]"));
   }
 
-  // Digits grade only from the page itself or from the grade buttons (where focus lands
-  // once the answer shows), never from a link, another button or a form field.
+  // Digits grade only from the page itself, the grade buttons (where focus lands once
+  // the answer shows) or the key points' boxes, never from a link, another button or a
+  // form field such as the written answer.
   function ownsDigitKeys(target) {
-    return ownsActivationKeys(target) && !target.closest("#grade-form button");
+    return ownsActivationKeys(target) && !target.closest("#grade-form button, #points-list input");
+  }
+
+  // Once the answer shows, focus goes to the first key point to tick, else to Good.
+  function firstAfterReveal() {
+    var point = checklist && !checklist.hidden ? checklist.querySelector("input") : null;
+    return point || document.getElementById("grade-good");
   }
 
   function reveal() {
     details.open = true;
-    document.getElementById("grade-good").focus();
+    firstAfterReveal().focus();
   }
 
   function onKey(event) {
@@ -62,6 +73,68 @@
 
   function gradeWith(id) {
     if (!submitted) document.getElementById(id).click();
+  }
+
+  // --- Interview cards: the written answer, the key points, the suggested grade ----------
+
+  var interview = document.getElementById("interview-answer");
+  var answerBox = document.getElementById("answer-text");
+  var checklist = document.getElementById("points-checklist");
+  var tally = document.getElementById("points-tally");
+  var tallyHint = tally ? tally.textContent : "";
+
+  function writtenAnswer() {
+    if (!interview || interview.hidden || !answerBox) return "";
+    return answerBox.value.trim();
+  }
+
+  function markSuggested(id, on) {
+    var button = document.getElementById(id);
+    var label = button ? button.querySelector(".suggestion") : null;
+    if (!label) return;
+    label.hidden = !on;
+    button.classList.toggle("suggested", on);
+  }
+
+  // More than half of the key points ticked suggests Good, otherwise Again.
+  function suggest() {
+    var boxes = checklist.querySelectorAll("#points-list input[type=checkbox]");
+    var ticked = Array.prototype.filter.call(boxes, function (box) { return box.checked; }).length;
+    var pass = ticked * 2 > boxes.length;
+    markSuggested("grade-good", pass);
+    markSuggested("grade-again", !pass);
+    tally.textContent = ticked + " of " + boxes.length + " key point" + (boxes.length === 1 ? "" : "s") +
+      " covered: " + (pass ? "Good" : "Again") + " is suggested. The grade is yours to choose.";
+  }
+
+  function clearSuggestion() {
+    markSuggested("grade-good", false);
+    markSuggested("grade-again", false);
+    if (tally) tally.textContent = tallyHint;
+  }
+
+  // A card carried for offline use: the written answer box and the key points follow its kind.
+  function showInterview(node) {
+    if (!interview || !checklist) return;
+    var isInterview = node.getAttribute("data-kind") === "interview";
+    interview.hidden = !isInterview;
+    if (answerBox) answerBox.value = "";
+    var list = document.getElementById("points-list");
+    list.textContent = "";
+    var points = isInterview ? node.querySelectorAll("[data-face=points] li") : [];
+    Array.prototype.forEach.call(points, function (point, index) {
+      var label = document.createElement("label");
+      label.className = "point";
+      var box = document.createElement("input");
+      box.type = "checkbox";
+      box.name = "point";
+      box.value = String(index);
+      label.appendChild(box);
+      label.appendChild(document.createTextNode(" " + point.textContent));
+      list.appendChild(label);
+    });
+    checklist.hidden = !points.length;
+    clearSuggestion();
   }
 
   // --- Offline queue (static/js/offline.js keeps and sends it) ----------------------
@@ -113,6 +186,7 @@
   }
 
   function showCarried(node, keepFocus) {
+    showInterview(node);
     article.setAttribute("data-card", node.getAttribute("data-card"));
     form.querySelector("input[name=card]").value = node.getAttribute("data-card");
     document.getElementById("card-prompt-label").textContent = node.getAttribute("data-label");
@@ -174,7 +248,10 @@
   function grade(result) {
     if (submitted) return;
     submitted = true;  // one review per card, even on a repeated key press
-    var item = queue.enqueue({ card: Number(article.getAttribute("data-card")), result: result });
+    var entry = { card: Number(article.getAttribute("data-card")), result: result };
+    var written = writtenAnswer();
+    if (written) entry.answer_text = written;
+    var item = queue.enqueue(entry);
     queue.flush().then(function (outcome) {
       var answer = outcome.answers[item.key];
       if (!answer || !answer.final) {
@@ -238,10 +315,11 @@
   document.addEventListener("keydown", onKey);
   details.addEventListener("toggle", function () {
     if (details.open && document.activeElement === document.getElementById("show-answer")) {
-      document.getElementById("grade-good").focus();
+      firstAfterReveal().focus();
     }
   });
   window.addEventListener("study:queue", showStatus);
+  if (checklist) checklist.addEventListener("change", suggest);
   window.addEventListener("offline", showStatus);
   showFlash();
   if (queue) settle(); else root.removeAttribute("data-queue");
