@@ -188,6 +188,9 @@ def start(
         "-I",
         "-S",
         "-B",
+        # Unbuffered: what the code printed before a limit stopped it still reaches the
+        # learner, who needs it most then.
+        "-u",
         INSIDE_RUNNER,
         str(write_results),
         str(limits.processes),

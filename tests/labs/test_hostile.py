@@ -125,10 +125,13 @@ def test_a_memory_bomb_meets_the_memory_limit(code):
 def test_an_infinite_loop_stops_on_cpu_time():
     # Wall time to spare: on a busy machine CPU time accrues slower than the clock.
     limits = dataclasses.replace(LIMITS, wall_seconds=15.0)
-    result = run("def f():\n    while True:\n        pass\n", limits=limits)
+    code = "print('before the loop')\ndef f():\n    while True:\n        pass\n"
+    result = run(code, limits=limits)
     assert result.limit == "time", result
     assert (result.limit_message or "").startswith("Stopped after 2 s of CPU time")
     assert result.returned == {} and result.duration_ms < 15_000
+    # What it printed before the limit stopped it still reaches the learner.
+    assert "before the loop" in result.output
 
 
 def test_sleeping_forever_stops_on_wall_time():
