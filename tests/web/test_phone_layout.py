@@ -352,6 +352,15 @@ def test_skipping_the_prediction_moves_focus_to_the_results(live_server, view, l
     wait_until(view, "document.activeElement.id === 'results-heading'")
 
 
+def test_the_exercise_list_with_every_kind_s_fields(live_server, view, walk, learner):
+    log_in(view.context, live_server, learner)
+    exercise_services.exercise_create(owner=learner, kind="multi_head", params={})
+    view.goto(f"{live_server.url}/exercises/")
+    for kind in sorted(KINDS):
+        view.select_option("#id_kind", kind)
+        walk(view, f"exercise-list-{kind}", tab=kind == "attention")
+
+
 @pytest.mark.parametrize("path", ["/exercises/", "/playground/"])
 def test_the_focus_ring_has_three_to_one_on_panels_and_on_the_header(
     live_server, view, learner, path
