@@ -228,22 +228,25 @@ def _wrong_answers(exercise: Exercise) -> tuple[dict, bool]:
     with every number off by 0.25; choices take a wrong choice. Also: whether a named
     mistake was used."""
     kind = get_kind(exercise.kind)
+    numeric = [a["name"] for a in exercise.asks if not a.get("choices")]
     mistaken = None
     for code in kind.mistakes:
         mistaken = kind.answers_under(exercise.inputs, MISTAKES[code].recipe)
-        if mistaken is not None:
+        if mistaken is not None and all(name in mistaken for name in numeric):
             break
-    answers, named = {}, False
+        mistaken = None
+    named = mistaken is not None and any(
+        not np.allclose(mistaken[name], exercise.solution[name]) for name in numeric
+    )
+    answers = {}
     for ask in exercise.asks:
         name = ask["name"]
         if ask.get("choices"):
             answers[name] = next(c for c in ask["choices"] if c != exercise.solution[name])
-            continue
-        right = np.asarray(exercise.solution[name], dtype=float)
-        if mistaken is not None and name in mistaken and not np.allclose(mistaken[name], right):
+        elif named and mistaken is not None:
             answers[name] = np.asarray(mistaken[name], dtype=float)
-            named = True
         else:
+            right = np.asarray(exercise.solution[name], dtype=float)
             answers[name] = right + (1 if ask.get("exact") else 0.25)
     return answers, named
 
