@@ -9,16 +9,21 @@ also offer the same numbers as a table.
 from __future__ import annotations
 
 import datetime as dt
+import html
+import re
 from collections.abc import Iterable, Mapping
 
 from django import template
+from django.conf import settings
+from django.templatetags.static import static
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import escape, format_html, strip_tags
 from django.utils.safestring import SafeString, mark_safe
 
 from cards import selectors
 from cards.due import due_count, due_reviews
 from cards.models import Card
+from studyapp.common.rendering import markdown_with_math, render_markdown
 
 register = template.Library()
 
@@ -49,6 +54,16 @@ def _svg_open(chart_id: str, width, height, title: str, summary: str) -> list[st
     ]
 
 
+@register.simple_tag
+def asset(path: str) -> str:
+    """The URL of a static file; its plain name when the manifest lacks it (collectstatic not
+    run), so the error pages that link their stylesheet this way never fail on it."""
+    try:
+        return static(path)
+    except ValueError:
+        return f"{settings.STATIC_URL}{path}"
+
+
 @register.simple_tag(takes_context=True)
 def nav_due_count(context) -> int:
     request = context.get("request")
@@ -76,6 +91,8 @@ def _day_label(day: dt.date) -> str:
 FORECAST_BAR, FORECAST_GAP = 10, 3
 FORECAST_LEFT, FORECAST_TOP, FORECAST_BOTTOM = 36, 12, 28
 FORECAST_HEIGHT = 120
+# The bar colours: today (overdue cards count on it) and the days after; see forecast_legend.
+FORECAST_TODAY, FORECAST_LATER = "#b3261e", "#1f5fbf"
 
 
 @register.simple_tag
@@ -147,7 +164,7 @@ def _forecast_day(index: int, day: dt.date, count: int, scale_max: int) -> list[
             top + height - h,
             bar,
             max(h, 0.0),
-            "#1f5fbf" if index else "#b3261e",
+            FORECAST_LATER if index else FORECAST_TODAY,
             label,
         ),
         # An invisible full-height target so every day has a tooltip, even at zero.
@@ -267,6 +284,18 @@ def heat_legend() -> SafeString:
     return mark_safe(f'<div class="legend" aria-hidden="true">Fewer {swatches} More</div>')
 
 
+@register.simple_tag
+def forecast_legend() -> SafeString:
+    """What the forecast's two bar colours mean, in words beside a swatch of each."""
+    return format_html(
+        '<ul class="legend" id="forecast-legend">'
+        '<li><span class="swatch" style="background:{}"></span>Today, with overdue cards</li>'
+        '<li><span class="swatch" style="background:{}"></span>Later days</li></ul>',
+        FORECAST_TODAY,
+        FORECAST_LATER,
+    )
+
+
 @register.filter
 def nonzero_days(calendar: Mapping) -> list[tuple[dt.date, int]]:
     """Days with at least one review, newest first, for the table alternative."""
@@ -294,3 +323,55 @@ def offline_review_cards(context) -> list:
         .prefetch_related(None)  # one query whatever is due; the label leaves tags out
     )
     return [s.card for s in due[:OFFLINE_CARDS]]
+
+
+# Private-use characters mark where a formula stood once the Markdown is reduced to text.
+_FORMULA_MARK = re.compile("\ue000(\\d+)\ue001")
+
+
+@register.filter
+def excerpt(text: str, limit: int = 90) -> SafeString:
+    """A one-line excerpt of card Markdown: its text without markup, its formulas rendered.
+
+    A formula is kept whole or left out, never cut; text is cut at a word. Each formula
+    counts by its source length toward ``limit`` (characters).
+    """
+    formulas: list[str] = []
+
+    def mark(tex: str, display: bool) -> str:
+        formulas.append(tex)
+        return f"\ue000{len(formulas) - 1}\ue001"
+
+    plain = html.unescape(strip_tags(markdown_with_math(text or "", mark)))
+    plain = " ".join(plain.split())
+    pieces: list[str] = []
+    used = 0
+    cut = False
+    for index, chunk in enumerate(_FORMULA_MARK.split(plain)):
+        if index % 2:  # a formula
+            tex = formulas[int(chunk)]
+            if used + len(tex) > limit:
+                cut = True
+                break
+            pieces.append(_inline_formula(tex))
+            used += len(tex)
+            continue
+        room = limit - used
+        if len(chunk) > room:
+            words = chunk[:room].rsplit(" ", 1)[0] if " " in chunk[:room] else ""
+            pieces.append(str(escape(words.rstrip())))
+            cut = True
+            break
+        pieces.append(str(escape(chunk)))
+        used += len(chunk)
+    shown = "".join(pieces).strip()
+    return mark_safe(shown + "\N{HORIZONTAL ELLIPSIS}" if cut else shown)
+
+
+def _inline_formula(tex: str) -> str:
+    """One formula as inline MathML; its source in <code> (without dollars) if it will not convert."""
+    source = " ".join(tex.split())
+    rendered = render_markdown(f"${source}$").removeprefix("<p>").removesuffix("</p>")
+    if rendered.startswith("<math") or rendered.startswith('<code class="math-error">'):
+        return rendered
+    return str(format_html('<code class="math-error">{}</code>', source))

@@ -115,8 +115,10 @@ def matrix_table(
         body.append(
             format_html('<tr><th scope="row">{}</th>{}</tr>', label, mark_safe("".join(cells)))
         )
+    # In a sideways scroller: exercise.js and playground.js make it focusable when it overflows.
     return format_html(
-        '<table class="data{}"{}><caption>{}</caption><thead>{}</thead><tbody>{}</tbody></table>',
+        '<div class="scroll-x"><table class="data{}"{}><caption>{}</caption><thead>{}</thead>'
+        "<tbody>{}</tbody></table></div>",
         " heatmap" if heat else "",
         format_html(' id="{}"', table_id) if table_id else "",
         caption,
@@ -227,13 +229,15 @@ def _grid_table(shape: list[int], cell: Callable[[Index], SafeString]) -> SafeSt
         return format_html(
             '<table class="answer-grid" role="presentation"><tr>{}</tr></table>', cell(())
         )
+    # Rows and columns beyond the panel's width scroll sideways, inside the part.
     if len(shape) == 1:
         cells = mark_safe("".join(str(cell((i,))) for i in range(shape[0])))
         header = format_html_join(
             "", '<th scope="col">{}</th>', ((i + 1,) for i in range(shape[0]))
         )
         return format_html(
-            '<table class="answer-grid"><thead><tr>{}</tr></thead><tbody><tr>{}</tr></tbody></table>',
+            '<div class="scroll-x"><table class="answer-grid"><thead><tr>{}</tr></thead>'
+            "<tbody><tr>{}</tr></tbody></table></div>",
             header,
             cells,
         )
@@ -243,7 +247,8 @@ def _grid_table(shape: list[int], cell: Callable[[Index], SafeString]) -> SafeSt
         rows.append(format_html('<tr><th scope="row">{}</th>{}</tr>', r + 1, cells))
     header = format_html_join("", '<th scope="col">{}</th>', ((c + 1,) for c in range(shape[1])))
     return format_html(
-        '<table class="answer-grid"><thead><tr><td></td>{}</tr></thead><tbody>{}</tbody></table>',
+        '<div class="scroll-x"><table class="answer-grid"><thead><tr><td></td>{}</tr></thead>'
+        "<tbody>{}</tbody></table></div>",
         header,
         mark_safe("".join(str(r) for r in rows)),
     )

@@ -5,6 +5,7 @@
   var form = document.getElementById("playground-form");
   if (!form) return;
   var results = document.getElementById("pg-results");
+  var panel = document.querySelector(".pg-results");
   var errorBox = document.getElementById("pg-error");
   var MAX = 8;
   var timer = null;
@@ -174,7 +175,14 @@
       tbody.appendChild(tr);
     });
     t.appendChild(tbody);
-    return t;
+    var box = el("div", { "class": "scroll-x" });
+    box.appendChild(t);
+    return box;
+  }
+
+  // Tables that overflow become focusable regions (exercise.js keeps them so).
+  function syncScrollers() {
+    if (window.studyScrollers) window.studyScrollers();
   }
 
   function render(data, scale) {
@@ -192,6 +200,7 @@
     second.appendChild(table(data.V, "V", k, null, false, "token", "dim"));
     results.appendChild(first);
     results.appendChild(second);
+    syncScrollers();
   }
 
   // While an error stands, the results still shown are from the last input that worked.
@@ -262,7 +271,10 @@
 
   form.addEventListener("input", function (event) {
     var target = event.target;
-    if (/-(rows|cols)$/.test(target.name)) resizeGrid(target.closest("fieldset"));
+    if (/-(rows|cols)$/.test(target.name)) {
+      resizeGrid(target.closest("fieldset"));
+      syncScrollers();
+    }
     if (target.name === "mode") return;
     schedule();
   });
@@ -283,17 +295,51 @@
     compute();
   });
 
+  // On a phone the results panel stays at the bottom of the screen. The page keeps room
+  // for it when scrolling a field into view (scroll-padding), and a field that still ends
+  // under it on focus is scrolled above it (WCAG 2.4.11, focus not obscured).
+  function panelCover() {
+    if (!panel || getComputedStyle(panel).position !== "sticky") return 0;
+    return panel.getBoundingClientRect().height;
+  }
+  function keepRoom() {
+    document.documentElement.style.scrollPaddingBottom = panelCover() + 8 + "px";
+  }
+  function keepClear(event) {
+    var target = event.target;
+    if (!panel || panel.contains(target) || !panelCover()) return;
+    var top = panel.getBoundingClientRect().top;
+    var bottom = target.getBoundingClientRect().bottom;
+    if (bottom + 8 > top) window.scrollBy(0, bottom + 8 - top);
+  }
+  if (panel) {
+    if (window.ResizeObserver) new ResizeObserver(keepRoom).observe(panel);
+    window.addEventListener("resize", keepRoom);
+    keepRoom();
+    document.addEventListener("focusin", function (event) {
+      keepClear(event);
+      requestAnimationFrame(function () { keepClear(event); });
+    });
+  }
+
   // Predict first: with a preset loaded, the results stay hidden until the learner
   // commits to a prediction (stored through the API) or skips it.
   var predict = document.getElementById("pg-predict");
   if (predict) {
     var verdict = document.getElementById("pg-predict-verdict");
-    var reveal = function () { results.hidden = false; };
+    var reveal = function () {
+      results.hidden = false;
+      panel.classList.remove("pending");
+      syncScrollers();
+    };
     results.hidden = true;
+    // Nothing to keep in view yet: the panel stays in its place and covers no choice.
+    panel.classList.add("pending");
     predict.hidden = false;
     document.getElementById("pg-predict-skip").addEventListener("click", function () {
       predict.hidden = true;
       reveal();
+      document.getElementById("results-heading").focus();
     });
     predict.addEventListener("submit", function (event) {
       event.preventDefault();
@@ -322,6 +368,8 @@
         verdict.className = "part-verdict " + (answer.body.correct ? "ok" : "no");
         verdict.textContent = (answer.body.correct ? "\u2713 Right. " : "\u2717 Wrong. ") + answer.body.message;
         reveal();
+        // The controls just used are disabled: focus moves to the verdict, not to the page.
+        verdict.focus();
       }).catch(function () {
         verdict.className = "error";
         verdict.textContent = "The prediction could not be sent; try again.";
