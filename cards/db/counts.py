@@ -1,6 +1,6 @@
 """The tables that count the review log and the review states, and what keeps them.
 
-Three tables hold counts a page would otherwise compute from many rows:
+Five tables hold counts a page would otherwise compute from many rows:
 
 - ``ReviewStateCount``: the scheduled review states per (learner, due date, rung,
   suspended), kept by triggers on ``cards_reviewstate`` (``REVIEW_STATE_COUNTS``);
@@ -8,7 +8,12 @@ Three tables hold counts a page would otherwise compute from many rows:
   triggers on ``cards_reviewlog`` (``LAPSE_COUNTS``);
 - ``ReviewDay``: the reviews and passes per (learner, study day), net of undos, kept by
   the writers of the log in the same statement or transaction (``review_day_add``,
-  ``services/review_days.py``).
+  ``services/review_days.py``);
+- ``LearnerCardFigures``: the reviews no undo cancelled per (learner, card), their passes,
+  fails and whether the first passed, recounted per pair by triggers on
+  ``cards_reviewlog`` (``LEARNER_CARD_FIGURES``);
+- ``CardFigures``: those summed per (card, lapses), kept by triggers on
+  ``cards_learnercardfigures`` (``CARD_FIGURES``); the staff's item analysis reads them.
 
 Each trigger is declared here once, for both databases; the migrations that create
 them (``0009_review_state_counts``, ``0010_lapse_counts`` and the squashed ``0001``)
@@ -23,6 +28,7 @@ set, which counts -1 (``net``). Every count net of undos is written with ``net``
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import connection
@@ -147,6 +153,15 @@ class CountTriggers:
     sqlite: list[str]
     backfill: str
     transition: str = field(default="rows")  # the transition tables: new_<x>, old_<x>
+    # PostgreSQL: the function body run with an event's ``pg_deltas``; by default
+    # ``_PG_APPLY``, which adds the deltas to ``n``.
+    pg_apply: Callable[[str], str] | None = None
+
+    def pg_body(self, event: str) -> str:
+        """The PL/pgSQL body of the function run after ``event``: apply its deltas."""
+        if self.pg_apply is not None:
+            return self.pg_apply(self.pg_deltas[event])
+        return _PG_APPLY.format(table=self.table, key=self.key, deltas=self.pg_deltas[event])
 
     def pg_create(self) -> list[str]:
         referencing = {
@@ -157,7 +172,7 @@ class CountTriggers:
         statements = []
         for event in _EVENTS:
             name = f"{self.table}_{event}"
-            body = _PG_APPLY.format(table=self.table, key=self.key, deltas=self.pg_deltas[event])
+            body = self.pg_body(event)
             statements += [
                 f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $body${body}$body$",
                 f"CREATE TRIGGER {name} AFTER {event.upper()} ON {self.source} "
@@ -324,4 +339,211 @@ LAPSE_COUNTS = CountTriggers(
     SELECT {_LAPSE_KEY}, SUM({_LAPSE}) FROM cards_reviewlog WHERE {_FAIL}
     GROUP BY {_LAPSE_KEY} HAVING SUM({_LAPSE}) <> 0
 """,
+)
+
+
+# --- The item analysis: LearnerCardFigures and CardFigures ------------------------------
+
+# LearnerCardFigures: per (learner, card), the reviews that no undo cancelled (``kept``),
+# their passes and fails, and whether the earliest of them passed. Not a sum of deltas:
+# an undo can cancel a pair's first review, and which review is first then changes, so
+# the triggers recount each pair a statement touched from the log (its (card, learner)
+# index: the pair's handful of rows). A pair is touched by a row of it written, updated
+# or deleted, and by an undo entry naming one of its reviews.
+_PAIRS = "cards_learnercardfigures"
+_PAIR_KEY = "learner_id, card_id"
+_PAIR_COLUMNS = f"{_PAIR_KEY}, reviews, passes, lapses, first_pass"
+_PAIR_KEPT = (
+    "l.undo_of_id IS NULL AND NOT EXISTS "
+    "(SELECT 1 FROM cards_reviewlog u WHERE u.undo_of_id = l.id)"
+)
+# The figures of the pairs of the log ``l`` (to be filtered; one row per pair). The first
+# review is the lowest id (the log is appended in time order).
+_PAIR_FIGURES = """
+    SELECT l.learner_id, l.card_id, COUNT(*),
+        SUM(CASE WHEN l.result = 'pass' THEN 1 ELSE 0 END),
+        SUM(CASE WHEN l.result = 'fail' THEN 1 ELSE 0 END),
+        CASE WHEN MIN(CASE WHEN l.result = 'pass' THEN l.id END) = MIN(l.id) THEN 1 ELSE 0 END
+    FROM cards_reviewlog l"""
+
+
+def _pg_touched(rows: str) -> str:
+    """The pairs of ``rows`` ``(learner_id, card_id, undo_of_id)``, and of the reviews their
+    undo entries name."""
+    return (
+        f"SELECT learner_id, card_id FROM ({rows}) AS r "
+        f"UNION SELECT l.learner_id, l.card_id FROM cards_reviewlog l "
+        f"JOIN ({rows}) AS r ON l.id = r.undo_of_id"
+    )
+
+
+def _pg_pair_recount(touched: str) -> str:
+    return f"""
+BEGIN
+    DELETE FROM {_PAIRS} p USING ({touched}) AS t
+    WHERE p.learner_id = t.learner_id AND p.card_id = t.card_id
+      AND NOT EXISTS (SELECT 1 FROM cards_reviewlog l
+                      WHERE l.learner_id = t.learner_id AND l.card_id = t.card_id
+                        AND {_PAIR_KEPT});
+    INSERT INTO {_PAIRS} AS p ({_PAIR_COLUMNS})
+    {_PAIR_FIGURES}
+    JOIN ({touched}) AS t ON l.learner_id = t.learner_id AND l.card_id = t.card_id
+    WHERE {_PAIR_KEPT}
+    GROUP BY l.learner_id, l.card_id
+    ORDER BY l.learner_id, l.card_id
+    ON CONFLICT ({_PAIR_KEY}) DO UPDATE SET
+        reviews = EXCLUDED.reviews, passes = EXCLUDED.passes, lapses = EXCLUDED.lapses,
+        first_pass = EXCLUDED.first_pass
+    WHERE (p.reviews, p.passes, p.lapses, p.first_pass)
+        IS DISTINCT FROM (EXCLUDED.reviews, EXCLUDED.passes, EXCLUDED.lapses, EXCLUDED.first_pass);
+    RETURN NULL;
+END
+"""
+
+
+# An UPDATE touches only the rows whose pair, result or undo changed (a review of
+# idempotency_key only costs a join of the transition tables).
+_LOG_FIELDS = "learner_id, card_id, result, undo_of_id"
+_LOG_CHANGED = (
+    "SELECT {a}.learner_id, {a}.card_id, {a}.undo_of_id FROM {a_rows} {a} "
+    "LEFT JOIN {b_rows} {b} ON {b}.id = {a}.id "
+    f"WHERE {{b}}.id IS NULL OR ({', '.join('{a}.' + c for c in _LOG_FIELDS.split(', '))}) "
+    f"IS DISTINCT FROM ({', '.join('{b}.' + c for c in _LOG_FIELDS.split(', '))})"
+)
+_LOG_UPDATED = (
+    _LOG_CHANGED.format(a="o", b="n", a_rows="old_logs", b_rows="new_logs")
+    + " UNION ALL "
+    + _LOG_CHANGED.format(a="n", b="o", a_rows="new_logs", b_rows="old_logs")
+)
+
+
+# SQLite: row-level triggers recounting the pair of the row, and of the review it undoes.
+def _sqlite_pair_recount(learner: str, card: str) -> str:
+    where = f"learner_id = {learner} AND card_id = {card}"
+    return (
+        f"DELETE FROM {_PAIRS} WHERE {where}; "
+        f"INSERT INTO {_PAIRS} ({_PAIR_COLUMNS}) {_PAIR_FIGURES} "
+        f"WHERE l.{where.replace(' AND card_id', ' AND l.card_id')} AND {_PAIR_KEPT} "
+        f"GROUP BY l.learner_id, l.card_id;"
+    )
+
+
+def _sqlite_pairs_of(row: str) -> str:
+    undone = f"FROM cards_reviewlog WHERE id = {row}.undo_of_id"
+    return _sqlite_pair_recount(f"{row}.learner_id", f"{row}.card_id") + _sqlite_pair_recount(
+        f"(SELECT learner_id {undone})", f"(SELECT card_id {undone})"
+    )
+
+
+_LOG_ROW_CHANGED = " OR ".join(
+    f"OLD.{column} IS NOT NEW.{column}" for column in ("id", *_LOG_FIELDS.split(", "))
+)
+
+LEARNER_CARD_FIGURES = CountTriggers(
+    table=_PAIRS,
+    source="cards_reviewlog",
+    key=_PAIR_KEY,
+    transition="logs",
+    pg_deltas={
+        "insert": _pg_touched("SELECT learner_id, card_id, undo_of_id FROM new_logs"),
+        "delete": _pg_touched("SELECT learner_id, card_id, undo_of_id FROM old_logs"),
+        "update": _pg_touched(_LOG_UPDATED),
+    },
+    sqlite=[
+        f"CREATE TRIGGER {_PAIRS}_insert AFTER INSERT ON cards_reviewlog "
+        f"BEGIN {_sqlite_pairs_of('NEW')} END",
+        f"CREATE TRIGGER {_PAIRS}_delete AFTER DELETE ON cards_reviewlog "
+        f"BEGIN {_sqlite_pairs_of('OLD')} END",
+        f"CREATE TRIGGER {_PAIRS}_update AFTER UPDATE ON cards_reviewlog "
+        f"WHEN {_LOG_ROW_CHANGED} "
+        f"BEGIN {_sqlite_pairs_of('OLD')} {_sqlite_pairs_of('NEW')} END",
+    ],
+    backfill=f"""
+    INSERT INTO {_PAIRS} ({_PAIR_COLUMNS}) {_PAIR_FIGURES}
+    WHERE {_PAIR_KEPT} GROUP BY l.learner_id, l.card_id
+""",
+    # Its pg_deltas are the pairs touched, each recounted.
+    pg_apply=_pg_pair_recount,
+)
+
+
+# CardFigures: LearnerCardFigures summed per (card, lapses). PostgreSQL applies each
+# statement's rows as deltas, as the counts above (in key order; a group that empties
+# is deleted); SQLite recounts the one (card, lapses) a row left and the one it joined,
+# from the pairs' (card, lapses) index, which is exact in any order (Django's test flush).
+_CARDS = "cards_cardfigures"
+_CARD_KEY = "card_id, lapses"
+_CARD_SUMS = {  # column -> the pairs' column it sums
+    "learners": "1",
+    "reviews": "reviews",
+    "passes": "passes",
+    "first_passes": "first_pass",
+}
+_PG_CARD_APPLY = f"""
+DECLARE
+    emptied bigint[];
+BEGIN
+    WITH applied AS (
+        INSERT INTO {_CARDS} AS t ({_CARD_KEY}, {", ".join(_CARD_SUMS)})
+        SELECT {_CARD_KEY}, {", ".join(f"SUM(d * {pair})::integer" for pair in _CARD_SUMS.values())}
+        FROM ({{deltas}}) AS deltas
+        GROUP BY {_CARD_KEY}
+        HAVING {" OR ".join(f"SUM(d * {pair}) <> 0" for pair in _CARD_SUMS.values())}
+        ORDER BY {_CARD_KEY}
+        ON CONFLICT ({_CARD_KEY}) DO UPDATE SET
+            {", ".join(f"{column} = t.{column} + EXCLUDED.{column}" for column in _CARD_SUMS)}
+        RETURNING t.id, t.learners
+    )
+    SELECT array_agg(id) INTO emptied FROM applied WHERE learners = 0;
+    IF emptied IS NOT NULL THEN
+        DELETE FROM {_CARDS} WHERE id = ANY(emptied) AND learners = 0;
+    END IF;
+    RETURN NULL;
+END
+"""
+_PAIR_DELTA = "card_id, lapses, reviews, passes, first_pass"
+
+
+def _sqlite_card_recount(row: str) -> str:
+    where = f"card_id = {row}.card_id AND lapses = {row}.lapses"
+    sums = ", ".join("COUNT(*)" if pair == "1" else f"SUM({pair})" for pair in _CARD_SUMS.values())
+    return (
+        f"DELETE FROM {_CARDS} WHERE {where}; "
+        f"INSERT INTO {_CARDS} ({_CARD_KEY}, {', '.join(_CARD_SUMS)}) "
+        f"SELECT {_CARD_KEY}, {sums} FROM {_PAIRS} WHERE {where} GROUP BY {_CARD_KEY};"
+    )
+
+
+_PAIR_ROW_CHANGED = " OR ".join(
+    f"OLD.{column} IS NOT NEW.{column}" for column in _PAIR_DELTA.split(", ")
+)
+
+CARD_FIGURES = CountTriggers(
+    table=_CARDS,
+    source=_PAIRS,
+    key=_CARD_KEY,
+    transition="pairs",
+    pg_deltas={
+        "insert": f"SELECT {_PAIR_DELTA}, 1 AS d FROM new_pairs",
+        "delete": f"SELECT {_PAIR_DELTA}, -1 AS d FROM old_pairs",
+        "update": (
+            f"SELECT {_PAIR_DELTA}, -1 AS d FROM old_pairs "
+            f"UNION ALL SELECT {_PAIR_DELTA}, 1 AS d FROM new_pairs"
+        ),
+    },
+    sqlite=[
+        f"CREATE TRIGGER {_CARDS}_insert AFTER INSERT ON {_PAIRS} "
+        f"BEGIN {_sqlite_card_recount('NEW')} END",
+        f"CREATE TRIGGER {_CARDS}_delete AFTER DELETE ON {_PAIRS} "
+        f"BEGIN {_sqlite_card_recount('OLD')} END",
+        f"CREATE TRIGGER {_CARDS}_update AFTER UPDATE ON {_PAIRS} "
+        f"WHEN {_PAIR_ROW_CHANGED} "
+        f"BEGIN {_sqlite_card_recount('OLD')} {_sqlite_card_recount('NEW')} END",
+    ],
+    backfill=f"""
+    INSERT INTO {_CARDS} ({_CARD_KEY}, {", ".join(_CARD_SUMS)})
+    SELECT {_CARD_KEY}, COUNT(*), SUM(reviews), SUM(passes), SUM(first_pass)
+    FROM {_PAIRS} GROUP BY {_CARD_KEY}
+""",
+    pg_apply=lambda deltas: _PG_CARD_APPLY.replace("{deltas}", deltas),
 )
