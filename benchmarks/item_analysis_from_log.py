@@ -87,5 +87,8 @@ def card_analysis_from_log(
         analysis_tune(cursor)
         cursor.execute(sql, [*params, leech_lapses(), False, limit, offset])
         fetched = cursor.fetchall()
+    if not fetched and offset:
+        first = card_analysis_from_log(deck=deck, kind=kind, tag=tag, order=order, limit=1)
+        return [], first[1]
     total = fetched[0][-1] if fetched else 0
     return [card_row(r) for r in fetched], int(total)
