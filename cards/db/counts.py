@@ -357,14 +357,17 @@ _PAIR_KEPT = (
     "l.undo_of_id IS NULL AND NOT EXISTS "
     "(SELECT 1 FROM cards_reviewlog u WHERE u.undo_of_id = l.id)"
 )
-# The figures of the pairs of the log ``l`` (to be filtered; one row per pair). The first
-# review is the lowest id (the log is appended in time order).
-_PAIR_FIGURES = """
-    SELECT l.learner_id, l.card_id, COUNT(*),
-        SUM(CASE WHEN l.result = 'pass' THEN 1 ELSE 0 END),
-        SUM(CASE WHEN l.result = 'fail' THEN 1 ELSE 0 END),
-        CASE WHEN MIN(CASE WHEN l.result = 'pass' THEN l.id END) = MIN(l.id) THEN 1 ELSE 0 END
-    FROM cards_reviewlog l"""
+# A pair's figures over its kept reviews ``l``: reviews, passes, fails, and 1 when the
+# first (the lowest id: the log is appended in time order) passed.
+_PAIR_SUMS = """COUNT(*),
+        COALESCE(SUM(CASE WHEN l.result = 'pass' THEN 1 ELSE 0 END), 0),
+        COALESCE(SUM(CASE WHEN l.result = 'fail' THEN 1 ELSE 0 END), 0),
+        CASE WHEN MIN(CASE WHEN l.result = 'pass' THEN l.id END) = MIN(l.id) THEN 1 ELSE 0 END"""
+# PostgreSQL: those of the one pair ``t`` (a LATERAL subquery; zero reviews when none is left).
+_PAIR_FIGURES = f"""
+    SELECT {_PAIR_SUMS.replace("COUNT(*)", "COUNT(*) AS reviews")}
+    FROM cards_reviewlog l
+    WHERE l.learner_id = t.learner_id AND l.card_id = t.card_id AND {_PAIR_KEPT}"""
 
 
 def _pg_touched(rows: str) -> str:
@@ -372,25 +375,30 @@ def _pg_touched(rows: str) -> str:
     undo entries name."""
     return (
         f"SELECT learner_id, card_id FROM ({rows}) AS r "
-        f"UNION SELECT l.learner_id, l.card_id FROM cards_reviewlog l "
-        f"JOIN ({rows}) AS r ON l.id = r.undo_of_id"
+        f"UNION SELECT x.learner_id, x.card_id FROM ({rows}) AS r CROSS JOIN LATERAL "
+        f"(SELECT learner_id, card_id FROM cards_reviewlog WHERE id = r.undo_of_id OFFSET 0) x "
+        f"WHERE r.undo_of_id IS NOT NULL"
     )
 
 
 def _pg_pair_recount(touched: str) -> str:
+    # PL/pgSQL keeps one plan per statement for the session, whatever the size of the
+    # transition tables it first met: each pair and each row to delete is reached through
+    # a LATERAL lookup by index, a plan as good for one review as for a bulk load (a hash
+    # join planned for a bulk load would read the whole log for every review after it).
+    fresh = (
+        f"SELECT t.learner_id, t.card_id, f.* "
+        f"FROM ({touched}) AS t CROSS JOIN LATERAL ({_PAIR_FIGURES}) AS f"
+    )
     return f"""
 BEGIN
-    DELETE FROM {_PAIRS} p USING ({touched}) AS t
-    WHERE p.learner_id = t.learner_id AND p.card_id = t.card_id
-      AND NOT EXISTS (SELECT 1 FROM cards_reviewlog l
-                      WHERE l.learner_id = t.learner_id AND l.card_id = t.card_id
-                        AND {_PAIR_KEPT});
+    DELETE FROM {_PAIRS} WHERE id = ANY (ARRAY(
+        SELECT x.id FROM ({fresh}) AS g CROSS JOIN LATERAL (
+            SELECT id FROM {_PAIRS}
+            WHERE learner_id = g.learner_id AND card_id = g.card_id OFFSET 0) AS x
+        WHERE g.reviews = 0));
     INSERT INTO {_PAIRS} AS p ({_PAIR_COLUMNS})
-    {_PAIR_FIGURES}
-    JOIN ({touched}) AS t ON l.learner_id = t.learner_id AND l.card_id = t.card_id
-    WHERE {_PAIR_KEPT}
-    GROUP BY l.learner_id, l.card_id
-    ORDER BY l.learner_id, l.card_id
+    SELECT * FROM ({fresh}) AS g WHERE g.reviews > 0 ORDER BY 1, 2
     ON CONFLICT ({_PAIR_KEY}) DO UPDATE SET
         reviews = EXCLUDED.reviews, passes = EXCLUDED.passes, lapses = EXCLUDED.lapses,
         first_pass = EXCLUDED.first_pass
@@ -422,8 +430,9 @@ def _sqlite_pair_recount(learner: str, card: str) -> str:
     where = f"learner_id = {learner} AND card_id = {card}"
     return (
         f"DELETE FROM {_PAIRS} WHERE {where}; "
-        f"INSERT INTO {_PAIRS} ({_PAIR_COLUMNS}) {_PAIR_FIGURES} "
-        f"WHERE l.{where.replace(' AND card_id', ' AND l.card_id')} AND {_PAIR_KEPT} "
+        f"INSERT INTO {_PAIRS} ({_PAIR_COLUMNS}) "
+        f"SELECT l.learner_id, l.card_id, {_PAIR_SUMS} FROM cards_reviewlog l "
+        f"WHERE l.learner_id = {learner} AND l.card_id = {card} AND {_PAIR_KEPT} "
         f"GROUP BY l.learner_id, l.card_id;"
     )
 
@@ -459,8 +468,9 @@ LEARNER_CARD_FIGURES = CountTriggers(
         f"BEGIN {_sqlite_pairs_of('OLD')} {_sqlite_pairs_of('NEW')} END",
     ],
     backfill=f"""
-    INSERT INTO {_PAIRS} ({_PAIR_COLUMNS}) {_PAIR_FIGURES}
-    WHERE {_PAIR_KEPT} GROUP BY l.learner_id, l.card_id
+    INSERT INTO {_PAIRS} ({_PAIR_COLUMNS})
+    SELECT l.learner_id, l.card_id, {_PAIR_SUMS}
+    FROM cards_reviewlog l WHERE {_PAIR_KEPT} GROUP BY l.learner_id, l.card_id
 """,
     # Its pg_deltas are the pairs touched, each recounted.
     pg_apply=_pg_pair_recount,
