@@ -3,9 +3,9 @@
 Everything is computed set-based in SQL, one statement per page whatever the
 number of learners: per card from ``CardFigures`` (the review log net of undos,
 summed per card and lapse count by the database as the log is written) and the open
-reports; per exercise kind from the attempts' stored verdicts
-(``exercises.Attempt.result``: per-part ``wrong_cells`` and the ``diagnosis`` of
-mistakes).
+reports; per exercise kind from ``ExerciseKindFigures`` (the attempts' stored verdicts,
+``exercises.Attempt.result``: per-part ``wrong_cells`` and the ``diagnosis`` of
+mistakes, counted by the database as the attempts are written).
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import connection
 
 from exercises.checking import MISTAKES
 from exercises.kinds import KINDS
 
-from .db.analysis import analysis_tune, kind_figures_sql
 from .lapses import leech_lapses
 
 PAGE_SIZE = 50
@@ -188,16 +187,28 @@ def card_analysis(
 # --- Exercise kinds -----------------------------------------------------------------
 
 
+# The counts the database keeps per kind (``ExerciseKindFigures``), in the rows
+# ``(section, kind, key, sub, count)`` that ``exercise_kind_analysis`` arranges.
+KIND_FIGURES_SQL = "SELECT section, kind, item, cell, n FROM cards_exercisekindfigures WHERE n <> 0"
+
+
 def exercise_kind_analysis() -> list[dict]:
     """Per exercise kind: attempts, share correct, diagnosed mistakes and wrong cells.
 
     ``mistakes`` is ``[{code, text, count}]`` most frequent first; ``parts`` is
-    ``[{name, wrong, cells: [{cell, count}]}]`` with the most often wrong cells.
+    ``[{name, wrong, cells: [{cell, count}]}]`` with the most often wrong cells. Read from
+    the counts the database keeps as attempts are written: one statement over a few rows
+    per kind, whatever the number of attempts.
     """
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        analysis_tune(cursor)
-        cursor.execute(kind_figures_sql(), [True])
+    with connection.cursor() as cursor:
+        cursor.execute(KIND_FIGURES_SQL)
         fetched = cursor.fetchall()
+    return kinds_arranged(fetched)
+
+
+def kinds_arranged(fetched: list[tuple]) -> list[dict]:
+    """The rows ``(section, kind, key, sub, count)`` arranged per kind, as
+    :func:`exercise_kind_analysis` returns them."""
     kinds: dict[str, dict] = defaultdict(
         lambda: {"attempts": 0, "correct": 0, "mistakes": [], "parts": {}}
     )

@@ -601,3 +601,32 @@ class CardFigures(KeptByDatabase):
 
     def __str__(self) -> str:
         return f"card {self.card_id} at {self.lapses} lapses: {self.learners} learners"
+
+
+class ExerciseKindFigures(KeptByDatabase):
+    """The exercise attempts' verdicts counted per kind: the item analysis of the kinds.
+
+    ``section`` is ``attempts``, ``correct``, ``mistake`` (``item``: the diagnosis code),
+    ``part`` (``item``: a part answered wrong) or ``cell`` (``item``: the part, ``cell``:
+    a wrong cell as JSON text); ``n`` counts them over every attempt. Kept by the database:
+    triggers on the attempts unpack each verdict as it is written or deleted (declared in
+    ``cards.db.counts``: ``KIND_FIGURES``, the JSON per database in ``cards.db.analysis``).
+    Read-only from Django.
+    """
+
+    kind = models.TextField()
+    section = models.TextField()
+    item = models.TextField()
+    cell = models.TextField()
+    n = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            # The triggers' ON CONFLICT target.
+            models.UniqueConstraint(
+                fields=["kind", "section", "item", "cell"], name="exercisekindfigures_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.section} {self.item} {self.cell}: {self.n}"

@@ -1,3 +1,4 @@
+# One module on purpose: every table the database keeps by trigger, declared once for the migrations.
 """The tables that count the review log and the review states, and what keeps them.
 
 Five tables hold counts a page would otherwise compute from many rows:
@@ -32,6 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import connection
+
+from .analysis import KIND_FIGURES_KEY, KIND_FIGURES_TABLE, pg_attempt_rows, sqlite_attempt_rows
 
 # --- Net of undos ----------------------------------------------------------------------
 
@@ -153,6 +156,8 @@ class CountTriggers:
     sqlite: list[str]
     backfill: str
     transition: str = field(default="rows")  # the transition tables: new_<x>, old_<x>
+    # SQLite's backfill, when its SQL differs from PostgreSQL's.
+    sqlite_backfill: str | None = None
     # PostgreSQL: the function body run with an event's ``pg_deltas``; by default
     # ``_PG_APPLY``, which adds the deltas to ``n``.
     pg_apply: Callable[[str], str] | None = None
@@ -205,7 +210,8 @@ class CountTriggers:
         if vendor == "postgresql":
             return [*self.pg_create(), self.backfill] if forward else self.pg_drop()
         if vendor == "sqlite":
-            return [*self.sqlite, self.backfill] if forward else self.sqlite_drop()
+            backfill = self.backfill if self.sqlite_backfill is None else self.sqlite_backfill
+            return [*self.sqlite, backfill] if forward else self.sqlite_drop()
         raise RuntimeError(f"No triggers for {self.table} on {vendor}: PostgreSQL or SQLite.")
 
     def create(self, apps, schema_editor) -> None:
@@ -556,4 +562,68 @@ CARD_FIGURES = CountTriggers(
     FROM {_PAIRS} GROUP BY {_CARD_KEY}
 """,
     pg_apply=lambda deltas: _PG_CARD_APPLY.replace("{deltas}", deltas),
+)
+
+
+# ExerciseKindFigures: the attempts' verdicts counted per exercise kind (the sections of
+# ``cards.db.analysis``), whoever writes the attempts: the exercise service, account
+# deletion (Django deletes a learner's attempts before their exercises, so the kind is
+# still there to read), bulk loads. Attempts are written once and never changed; an
+# UPDATE is counted all the same.
+_KINDS = KIND_FIGURES_TABLE
+_KIND_KEY = KIND_FIGURES_KEY
+_KIND_MATCH = " AND ".join(f"u.{column} = {_KINDS}.{column}" for column in _KIND_KEY.split(", "))
+
+
+def _kind_add(row: str) -> str:
+    # WHERE true: SQLite would read ON CONFLICT as the join's ON without it.
+    return (
+        f"INSERT INTO {_KINDS} ({_KIND_KEY}, n) SELECT {_KIND_KEY}, 1 "
+        f"FROM ({sqlite_attempt_rows(row)}) WHERE true "
+        f"ON CONFLICT ({_KIND_KEY}) DO UPDATE SET n = n + 1;"
+    )
+
+
+# An UPDATE that never inserts, as for the state counts: Django's test flush may empty the
+# counts before the attempts, and must leave no negative rows behind.
+def _kind_take_off(row: str) -> str:
+    rows = sqlite_attempt_rows(row)
+    return (
+        f"UPDATE {_KINDS} SET n = n - (SELECT COUNT(*) FROM ({rows}) u WHERE {_KIND_MATCH}) "
+        f"WHERE EXISTS (SELECT 1 FROM ({rows}) u WHERE {_KIND_MATCH}); "
+        f"DELETE FROM {_KINDS} WHERE n <= 0;"
+    )
+
+
+KIND_FIGURES = CountTriggers(
+    table=_KINDS,
+    source="exercises_attempt",
+    key=_KIND_KEY,
+    transition="attempts",
+    pg_deltas={
+        "insert": pg_attempt_rows("new_attempts", "1"),
+        "delete": pg_attempt_rows("old_attempts", "-1"),
+        "update": (
+            f"{pg_attempt_rows('old_attempts', '-1')} UNION ALL "
+            f"{pg_attempt_rows('new_attempts', '1')}"
+        ),
+    },
+    sqlite=[
+        f"CREATE TRIGGER {_KINDS}_insert AFTER INSERT ON exercises_attempt "
+        f"BEGIN {_kind_add('NEW')} END",
+        f"CREATE TRIGGER {_KINDS}_delete AFTER DELETE ON exercises_attempt "
+        f"BEGIN {_kind_take_off('OLD')} END",
+        f"CREATE TRIGGER {_KINDS}_update AFTER UPDATE ON exercises_attempt "
+        f"BEGIN {_kind_take_off('OLD')} {_kind_add('NEW')} END",
+    ],
+    backfill=f"""
+    INSERT INTO {_KINDS} ({_KIND_KEY}, n)
+    SELECT {_KIND_KEY}, SUM(d) FROM ({pg_attempt_rows("exercises_attempt", "1")}) AS rows
+    GROUP BY {_KIND_KEY}
+""",
+    sqlite_backfill=f"""
+    INSERT INTO {_KINDS} ({_KIND_KEY}, n)
+    SELECT {_KIND_KEY}, COUNT(*) FROM ({sqlite_attempt_rows("a", every=True)}) AS rows
+    GROUP BY {_KIND_KEY}
+""",
 )

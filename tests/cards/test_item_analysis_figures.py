@@ -1,12 +1,13 @@
 """The item analysis's figures kept by the database equal a recount of the review log
-after every write.
+(and of the exercise attempts) after every write.
 
 ``LearnerCardFigures`` (per learner and card: the reviews no undo cancelled, their passes
 and fails, whether the first passed) and ``CardFigures`` (those summed per card and
 lapse count) are kept by triggers from migration 0011; the staff's item analysis reads
 them. Here they are recounted in Python from the log after each write path: the review,
 undo and exercise services through the API, account deletion, card deactivation and
-deletion, bulk and raw SQL writes, on SQLite and PostgreSQL.
+deletion, bulk and raw SQL writes, on SQLite and PostgreSQL. ``ExerciseKindFigures``
+(the attempts' verdicts counted per exercise kind) likewise against the attempts.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
 import random
 from collections import defaultdict
 
@@ -25,9 +27,19 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from cards import item_analysis, services
-from cards.models import Card, CardFigures, Deck, LearnerCardFigures, ReviewLog
+from cards.models import (
+    Card,
+    CardFigures,
+    Deck,
+    ExerciseKindFigures,
+    LearnerCardFigures,
+    ReviewLog,
+)
 from cards.services.privacy import DELETED_LEARNERS_USERNAME
-from exercises.models import Exercise
+from exercises.checking import MISTAKES
+from exercises.kinds import get_kind
+from exercises.models import Attempt, Exercise
+from exercises.services import exercise_create
 from tests.cards.concurrency import in_threads, post_review
 
 from .conftest import START
@@ -459,3 +471,129 @@ def test_the_migration_backfills_the_figures_and_is_reversible(learner, other_le
     # The triggers are back: a write is counted.
     ReviewLog.objects.bulk_create([log_entry(other_learner, cards[3])])
     assert_exact()
+
+
+# --- The exercise kinds: the attempts' verdicts counted per kind ---------------------------
+
+
+def recount_kinds() -> dict[tuple[str, str, str, str], int]:
+    """Per (kind, section, item, cell): the attempts' verdicts counted in Python."""
+    counts: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    for kind, correct, result in Attempt.objects.values_list("exercise__kind", "correct", "result"):
+        counts[(kind, "attempts", "", "")] += 1
+        if correct:
+            counts[(kind, "correct", "", "")] += 1
+        diagnosis = result.get("diagnosis") if isinstance(result, dict) else None
+        for entry in diagnosis if isinstance(diagnosis, list) else []:
+            code = entry.get("code") if isinstance(entry, dict) else None
+            counts[(kind, "mistake", str(code) if code is not None else "", "")] += 1
+        parts = result.get("parts") if isinstance(result, dict) else None
+        for name, part in (parts if isinstance(parts, dict) else {}).items():
+            if not isinstance(part, dict):
+                continue
+            if part.get("correct") is False:
+                counts[(kind, "part", name, "")] += 1
+            cells = part.get("wrong_cells")
+            for cell in cells if isinstance(cells, list) else []:
+                counts[(kind, "cell", name, json.dumps(cell))] += 1
+    return dict(counts)
+
+
+def stored_kinds() -> dict[tuple[str, str, str, str], int]:
+    rows = ExerciseKindFigures.objects.values_list("kind", "section", "item", "cell", "n")
+    stored = {}
+    for kind, section, item, cell, n in rows:
+        # Each database writes JSON its own way ("[0, 1]" or "[0,1]"): compare the values.
+        key = (kind, section, item, json.dumps(json.loads(cell)) if cell else "")
+        assert key not in stored
+        stored[key] = n
+    return stored
+
+
+def assert_kinds_exact() -> dict[tuple[str, str, str, str], int]:
+    counts = recount_kinds()
+    assert stored_kinds() == counts
+    return counts
+
+
+def attempt(exercise, result, number=1, correct=False) -> Attempt:
+    return Attempt(
+        exercise=exercise,
+        number=number,
+        answers={},
+        correct=correct,
+        score=0.0,
+        result=result,
+    )
+
+
+def test_attempts_through_the_api_keep_the_kind_figures_exact(api, learner):
+    created = api.post(
+        "/api/v1/exercises/", {"kind": "attention", "params": {"seed": 5}}, format="json"
+    )
+    assert created.status_code == 201, created.content
+    exercise = Exercise.objects.get(pk=created.json()["id"])
+    kind = get_kind("attention")
+    code = next(c for c in kind.mistakes if "scale" in c)
+    variant = kind.answers_under(exercise.inputs, MISTAKES[code].recipe)
+    answers = {a["name"]: exercise.solution[a["name"]] for a in exercise.asks}
+    unscaled = {**answers, **{k: v.tolist() for k, v in variant.items() if k in answers}}
+    url = f"/api/v1/exercises/{exercise.pk}/submit/"
+    assert api.post(url, {"answers": unscaled}, format="json").status_code == 200
+    counts = assert_kinds_exact()
+    assert counts[("attention", "attempts", "", "")] == 1
+    assert counts[("attention", "mistake", code, "")] == 1
+    assert any(key[1] == "cell" for key in counts)
+    assert api.post(url, {"answers": answers}, format="json").status_code == 200
+    assert assert_kinds_exact()[("attention", "correct", "", "")] == 1
+    (page,) = item_analysis.exercise_kind_analysis()
+    assert page["attempts"] == 2 and page["correct_rate"] == 0.5
+    assert any(m["code"] == code and m["count"] == 1 for m in page["mistakes"])
+
+    # Deleting the account deletes its exercises and attempts, and their counts.
+    response = api.delete("/api/v1/me/", {"password": PASSWORD}, format="json")
+    assert response.status_code == 204, response.content
+    assert assert_kinds_exact() == {} and not ExerciseKindFigures.objects.exists()
+
+
+def test_verdicts_of_any_shape_are_counted_and_never_fail_the_write(learner):
+    exercise = exercise_create(owner=learner, kind="attention", params={"seed": 1})
+    odd = [
+        {"parts": {"w": {"correct": False, "wrong_cells": [[0, 1], [0, 1], 3]}}},
+        {"parts": {"w": "text", "o": 5, "x": {"correct": True, "wrong_cells": "none"}}},
+        {"parts": ["w"], "diagnosis": ["text", {"code": 7}, {"no": "code"}, {"code": "c"}]},
+        {"diagnosis": {"code": "c"}},
+        {},
+        [],
+    ]
+    Attempt.objects.bulk_create(attempt(exercise, r, i) for i, r in enumerate(odd, 1))
+    counts = assert_kinds_exact()
+    assert counts[("attention", "cell", "w", "[0, 1]")] == 2
+    assert counts[("attention", "mistake", "", "")] == 2
+    # An UPDATE of a verdict, and deletes, are counted too.
+    first = Attempt.objects.order_by("id").first()
+    Attempt.objects.filter(pk=first.pk).update(
+        result={"parts": {"w": {"correct": False, "wrong_cells": [[1, 1]]}}}, correct=True
+    )
+    assert_kinds_exact()
+    Attempt.objects.filter(pk__in=Attempt.objects.order_by("id").values("pk")[:3]).delete()
+    assert_kinds_exact()
+    Attempt.objects.all().delete()
+    assert not ExerciseKindFigures.objects.exists()
+
+
+@pytest.mark.parametrize("event", ["insert", "update", "delete"])
+def test_without_a_kind_trigger_the_recount_tells(learner, event):
+    exercise = exercise_create(owner=learner, kind="attention", params={"seed": 2})
+    verdict = {"parts": {"w": {"correct": False, "wrong_cells": [[0, 0]]}}}
+    (first,) = Attempt.objects.bulk_create([attempt(exercise, verdict)])
+    assert_kinds_exact()
+    _drop_trigger("cards_exercisekindfigures", "exercises_attempt", event)
+    if event == "insert":
+        Attempt.objects.bulk_create([attempt(exercise, verdict, 2)])
+    elif event == "update":
+        Attempt.objects.filter(pk=first.pk).update(result={})
+    else:
+        Attempt.objects.filter(pk=first.pk).delete()
+    with pytest.raises(AssertionError):
+        assert_kinds_exact()
