@@ -158,14 +158,14 @@ class CountTriggers:
     transition: str = field(default="rows")  # the transition tables: new_<x>, old_<x>
     # SQLite's backfill, when its SQL differs from PostgreSQL's.
     sqlite_backfill: str | None = None
-    # PostgreSQL: the function body run with an event's ``pg_deltas``; by default
-    # ``_PG_APPLY``, which adds the deltas to ``n``.
-    pg_apply: Callable[[str], str] | None = None
+    # PostgreSQL: the function body run after an event, given the event and its
+    # ``pg_deltas``; by default ``_PG_APPLY``, which adds the deltas to ``n``.
+    pg_apply: Callable[[str, str], str] | None = None
 
     def pg_body(self, event: str) -> str:
         """The PL/pgSQL body of the function run after ``event``: apply its deltas."""
         if self.pg_apply is not None:
-            return self.pg_apply(self.pg_deltas[event])
+            return self.pg_apply(event, self.pg_deltas[event])
         return _PG_APPLY.format(table=self.table, key=self.key, deltas=self.pg_deltas[event])
 
     def pg_create(self) -> list[str]:
@@ -348,6 +348,75 @@ LAPSE_COUNTS = CountTriggers(
 )
 
 
+# --- Plans sized for the statement -------------------------------------------------------
+
+# PL/pgSQL keeps one plan per statement for the session, costed for the transition tables
+# it first met. Planned for a bulk load (hash tables sized for 100,000 rows, JIT
+# compilation), it would serve every single review after it at tens or hundreds of
+# milliseconds. So the item analysis's triggers run their statements as kept plans for a
+# small statement, which is where those plans are made, and plan a large one afresh
+# (EXECUTE), where planning costs nothing beside the work.
+_LARGE_STATEMENT = 64
+_PG_SIZED = """
+DECLARE
+    emptied bigint[];
+BEGIN
+    IF (SELECT COUNT(*) FROM (SELECT 1 FROM {rows} LIMIT {over}) AS s) > {large} THEN
+{executed}
+    ELSE
+{kept}
+    END IF;
+{after}
+    RETURN NULL;
+END
+"""
+
+
+def _pg_sized(event: str, transition: str, statements: list[str], *, applied: str = "") -> str:
+    """A trigger body running ``statements`` sized for the event's rows (``new_<x>`` or
+    ``old_<x>``). With ``applied`` (a count column) the last statement is a ``WITH applied``
+    upsert whose emptied rows are then deleted from that table, as ``_PG_APPLY`` does."""
+    rows = f"new_{transition}" if event == "insert" else f"old_{transition}"
+    executed = [f"EXECUTE $sql${sql}$sql$;" for sql in statements]
+    kept = [f"{sql};" for sql in statements]
+    after = ""
+    if applied:
+        table, column = applied.split(".")
+        last = statements[-1]
+        executed[-1] = f"EXECUTE $sql${last} SELECT array_agg(id) FROM applied WHERE {column} = 0"
+        executed[-1] += "$sql$ INTO emptied;"
+        kept[-1] = f"{last} SELECT array_agg(id) INTO emptied FROM applied WHERE {column} = 0;"
+        after = (
+            f"    IF emptied IS NOT NULL THEN\n"
+            f"        DELETE FROM {table} WHERE id = ANY(emptied) AND {column} = 0;\n"
+            f"    END IF;"
+        )
+    return _PG_SIZED.format(
+        rows=rows,
+        over=_LARGE_STATEMENT + 1,
+        large=_LARGE_STATEMENT,
+        executed="\n".join(executed),
+        kept="\n".join(kept),
+        after=after,
+    )
+
+
+def _pg_sized_apply(table: str, key: str, transition: str) -> Callable[[str, str], str]:
+    """``_PG_APPLY`` (the deltas added to ``n``), sized for the statement."""
+    upsert = f"""
+    WITH applied AS (
+        INSERT INTO {table} AS t ({key}, n)
+        SELECT {key}, SUM(d)::integer FROM ({{deltas}}) AS deltas
+        GROUP BY {key} HAVING SUM(d) <> 0
+        ORDER BY {key}
+        ON CONFLICT ({key}) DO UPDATE SET n = t.n + EXCLUDED.n
+        RETURNING t.id, t.n
+    )"""
+    return lambda event, deltas: _pg_sized(
+        event, transition, [upsert.replace("{deltas}", deltas)], applied=f"{table}.n"
+    )
+
+
 # --- The item analysis: LearnerCardFigures and CardFigures ------------------------------
 
 # LearnerCardFigures: per (learner, card), the reviews that no undo cancelled (``kept``),
@@ -387,32 +456,27 @@ def _pg_touched(rows: str) -> str:
     )
 
 
-def _pg_pair_recount(touched: str) -> str:
-    # PL/pgSQL keeps one plan per statement for the session, whatever the size of the
-    # transition tables it first met: each pair and each row to delete is reached through
-    # a LATERAL lookup by index, a plan as good for one review as for a bulk load (a hash
-    # join planned for a bulk load would read the whole log for every review after it).
+def _pg_pair_recount(event: str, touched: str) -> str:
+    # Each pair, and each row to delete, is reached by a LATERAL lookup by index.
     fresh = (
         f"SELECT t.learner_id, t.card_id, f.* "
         f"FROM ({touched}) AS t CROSS JOIN LATERAL ({_PAIR_FIGURES}) AS f"
     )
-    return f"""
-BEGIN
+    delete = f"""
     DELETE FROM {_PAIRS} WHERE id = ANY (ARRAY(
         SELECT x.id FROM ({fresh}) AS g CROSS JOIN LATERAL (
             SELECT id FROM {_PAIRS}
             WHERE learner_id = g.learner_id AND card_id = g.card_id OFFSET 0) AS x
-        WHERE g.reviews = 0));
+        WHERE g.reviews = 0))"""
+    upsert = f"""
     INSERT INTO {_PAIRS} AS p ({_PAIR_COLUMNS})
     SELECT * FROM ({fresh}) AS g WHERE g.reviews > 0 ORDER BY 1, 2
     ON CONFLICT ({_PAIR_KEY}) DO UPDATE SET
         reviews = EXCLUDED.reviews, passes = EXCLUDED.passes, lapses = EXCLUDED.lapses,
         first_pass = EXCLUDED.first_pass
     WHERE (p.reviews, p.passes, p.lapses, p.first_pass)
-        IS DISTINCT FROM (EXCLUDED.reviews, EXCLUDED.passes, EXCLUDED.lapses, EXCLUDED.first_pass);
-    RETURN NULL;
-END
-"""
+        IS DISTINCT FROM (EXCLUDED.reviews, EXCLUDED.passes, EXCLUDED.lapses, EXCLUDED.first_pass)"""
+    return _pg_sized(event, "logs", [delete, upsert])
 
 
 # An UPDATE touches only the rows whose pair, result or undo changed (a review of
@@ -495,10 +559,7 @@ _CARD_SUMS = {  # column -> the pairs' column it sums
     "passes": "passes",
     "first_passes": "first_pass",
 }
-_PG_CARD_APPLY = f"""
-DECLARE
-    emptied bigint[];
-BEGIN
+_PG_CARD_UPSERT = f"""
     WITH applied AS (
         INSERT INTO {_CARDS} AS t ({_CARD_KEY}, {", ".join(_CARD_SUMS)})
         SELECT {_CARD_KEY}, {", ".join(f"SUM(d * {pair})::integer" for pair in _CARD_SUMS.values())}
@@ -509,14 +570,14 @@ BEGIN
         ON CONFLICT ({_CARD_KEY}) DO UPDATE SET
             {", ".join(f"{column} = t.{column} + EXCLUDED.{column}" for column in _CARD_SUMS)}
         RETURNING t.id, t.learners
-    )
-    SELECT array_agg(id) INTO emptied FROM applied WHERE learners = 0;
-    IF emptied IS NOT NULL THEN
-        DELETE FROM {_CARDS} WHERE id = ANY(emptied) AND learners = 0;
-    END IF;
-    RETURN NULL;
-END
-"""
+    )"""
+
+
+def _pg_card_apply(event: str, deltas: str) -> str:
+    upsert = _PG_CARD_UPSERT.replace("{deltas}", deltas)
+    return _pg_sized(event, "pairs", [upsert], applied=f"{_CARDS}.learners")
+
+
 _PAIR_DELTA = "card_id, lapses, reviews, passes, first_pass"
 
 
@@ -561,7 +622,7 @@ CARD_FIGURES = CountTriggers(
     SELECT {_CARD_KEY}, COUNT(*), SUM(reviews), SUM(passes), SUM(first_pass)
     FROM {_PAIRS} GROUP BY {_CARD_KEY}
 """,
-    pg_apply=lambda deltas: _PG_CARD_APPLY.replace("{deltas}", deltas),
+    pg_apply=_pg_card_apply,
 )
 
 
@@ -596,6 +657,7 @@ def _kind_take_off(row: str) -> str:
 
 
 KIND_FIGURES = CountTriggers(
+    pg_apply=_pg_sized_apply(_KINDS, _KIND_KEY, "attempts"),
     table=_KINDS,
     source="exercises_attempt",
     key=_KIND_KEY,

@@ -268,21 +268,23 @@ def test_bulk_and_raw_writes_are_counted(learner, other_learner, deck):
 def test_random_logs_with_undos_and_deletes_stay_exact(learner, other_learner, make_user):
     deck = Deck.objects.create(slug="wide", title="Wide")
     cards = Card.objects.bulk_create(
-        Card(deck=deck, kind="recall", prompt=f"P{i}", position=i) for i in range(12)
+        Card(deck=deck, kind="recall", prompt=f"P{i}", position=i) for i in range(30)
     )
     learners = [learner, other_learner, make_user("third")]
     rng = random.Random(5)
-    for _ in range(4):
+    # Statements of more than 64 rows are planned afresh (EXECUTE); smaller ones run the
+    # session's kept plans: both are held to the recount.
+    for size in (150, 20, 150, 20):
         logs = ReviewLog.objects.bulk_create(
             log_entry(rng.choice(learners), rng.choice(cards), rng.choice(("fail", "pass")))
-            for _ in range(60)
+            for _ in range(size)
         )
-        undone = rng.sample(logs, 8)
+        undone = rng.sample(logs, size // 2)
         ReviewLog.objects.bulk_create(
             log_entry(log.learner, log.card, undo_of=log) for log in undone
         )
         assert_exact()
-        gone = rng.sample([log.pk for log in logs], 10)
+        gone = rng.sample([log.pk for log in logs], size // 3)
         ReviewLog.objects.filter(pk__in=gone).delete()
         assert_exact()
     # The page's figures are the card rows summed; the leeches follow the threshold.
@@ -578,6 +580,10 @@ def test_verdicts_of_any_shape_are_counted_and_never_fail_the_write(learner):
     assert_kinds_exact()
     Attempt.objects.filter(pk__in=Attempt.objects.order_by("id").values("pk")[:3]).delete()
     assert_kinds_exact()
+    # A statement of more than 64 attempts is planned afresh: counted the same.
+    many = [odd[0], odd[2]] * 40
+    Attempt.objects.bulk_create(attempt(exercise, r, 10 + i) for i, r in enumerate(many))
+    assert assert_kinds_exact()[("attention", "attempts", "", "")] == 83
     Attempt.objects.all().delete()
     assert not ExerciseKindFigures.objects.exists()
 
