@@ -352,8 +352,7 @@ LAPSE_COUNTS = CountTriggers(
 
 # PL/pgSQL keeps one plan per statement for the session, costed for the transition tables
 # it first met. Planned for a bulk load (hash tables sized for 100,000 rows, JIT
-# compilation), it would serve every single review after it at tens or hundreds of
-# milliseconds. So the item analysis's triggers run their statements as kept plans for a
+# compilation), it would serve every single review after it at up to seconds each. So the item analysis's triggers run their statements as kept plans for a
 # small statement, which is where those plans are made, and plan a large one afresh
 # (EXECUTE), where planning costs nothing beside the work.
 _LARGE_STATEMENT = 64
