@@ -1,6 +1,7 @@
 """Benchmark of the staff's item analysis on PostgreSQL at 1,000 learners x 1,000 cards x 30 days.
 
     .venv/bin/python benchmarks/bench_item_analysis.py
+    .venv/bin/python benchmarks/bench_item_analysis.py --sizes 100,1000,3000
     .venv/bin/python benchmarks/bench_item_analysis.py --learners 200 --per-day 20
 
 Uses ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/bench_item_analysis``),
@@ -8,10 +9,16 @@ creating and migrating the database if needed, and empties its users and decks a
 run (it is the benchmark's own database). The log holds ``--per-day`` reviews per learner
 per day for ``--days`` days over the cards (1,000 x 40 x 30 = 1.2 million rows by default),
 failure rates that differ by card, 1 % of reviews undone, 2,000 reports, and 20,000
-exercise attempts with per-part verdicts and diagnoses. For each page of the admin
-it prints the median wall time of 5 runs and the SQL statements issued; then it does
-the same at a tenth of the learners, to show the statements stay constant and the time
-grows with the log, not with a query per learner or card.
+exercise attempts with per-part verdicts and diagnoses. The log is written with the
+database's triggers in place, so the item analysis's figures (``CardFigures``) are kept
+as it is written. For each page of the admin it prints the median wall time of 5 runs
+of ``card_analysis`` (the kept figures) and of 3 runs of the same page grouped from the
+whole log at read time (``benchmarks/item_analysis_from_log.py``, how the page read
+before), their ratio and the SQL statements of each, and stops if the two disagree; the
+same for the exercise kinds page (``ExerciseKindFigures`` against every attempt's JSON);
+then what the triggers add to one review's log insert, and the load average. It does
+so at a tenth of the learners first (or at each of ``--sizes``), to show the statements
+stay constant and how the time grows with the log.
 """
 
 from __future__ import annotations
@@ -172,27 +179,76 @@ PAGES = [
     ("cards, sorted by first-review pass rate", {"order": "first_pass_rate"}),
     ("cards, one deck", {"deck": "deck-1", "order": "-leeches"}),
     ("cards, one tag", {"tag": "softmax", "order": "-reviews"}),
+    ("cards, one kind (interview)", {"kind": "interview", "order": "-lapses"}),
     ("cards, last page", {"order": "card", "offset": 950}),
 ]
 
 
-def measure(fn, runs: int = 5) -> tuple[float, int]:
+def measure(fn, runs: int = 5) -> tuple[float, int, object]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     times = []
     statements = 0
+    result = None
     for _ in range(runs):
         with CaptureQueriesContext(connection) as queries:
             started = time.perf_counter()
-            fn()
+            result = fn()
             times.append(time.perf_counter() - started)
         # Transaction control (BEGIN, COMMIT) is logged too; count the statements proper.
         statements = sum(1 for q in queries if q["sql"].strip().upper() not in ("BEGIN", "COMMIT"))
-    return statistics.median(times), statements
+    return statistics.median(times), statements, result
 
 
-def run(args, learners: int) -> dict[str, float]:
+def loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def review_write_cost(runs: int = 200) -> tuple[float, float]:
+    """Median seconds of one review's log insert, each committed, with the item analysis's
+    triggers and with them disabled: what keeping the figures costs a review. The rows
+    written are deleted after each series (with the triggers on: they recount the pairs
+    from the log, so the figures stay exact)."""
+    from django.db import connection, transaction
+
+    insert = """
+        INSERT INTO cards_reviewlog (learner_id, card_id, reviewed_at, study_day, result,
+            step_before, step_after, interval_days, due_before, due_after, idempotency_key)
+        VALUES (%s, %s, now(), date '2026-03-01', %s, 0, 1, 3, date '2026-03-01',
+                date '2026-03-04', 'write-cost')
+    """
+    triggers = [f"cards_learnercardfigures_{event}" for event in ("insert", "update", "delete")]
+
+    def series(enabled: bool) -> float:
+        with connection.cursor() as cursor:
+            if not enabled:
+                for name in triggers:
+                    cursor.execute(f"ALTER TABLE cards_reviewlog DISABLE TRIGGER {name}")
+            times = []
+            for i in range(runs):
+                started = time.perf_counter()
+                with transaction.atomic():
+                    cursor.execute(
+                        insert, [1 + i % 50, 1 + (i * 7) % 500, "fail" if i % 4 else "pass"]
+                    )
+                times.append(time.perf_counter() - started)
+            for name in triggers:
+                cursor.execute(f"ALTER TABLE cards_reviewlog ENABLE TRIGGER {name}")
+            cursor.execute("DELETE FROM cards_reviewlog WHERE idempotency_key = 'write-cost'")
+        return statistics.median(times)
+
+    return series(True), series(False)
+
+
+def run(args, learners: int) -> dict[str, tuple[float, float]]:
+    from benchmarks.item_analysis_from_log import (
+        card_analysis_from_log,
+        exercise_kind_analysis_from_attempts,
+    )
     from cards import item_analysis
 
     started = time.perf_counter()
@@ -206,31 +262,62 @@ def run(args, learners: int) -> dict[str, float]:
     print(
         f"\n{learners} learners x {args.cards} cards x {args.days} days: "
         + ", ".join(f"{v:,} {k}" for k, v in counts.items())
-        + f" (seeded in {time.perf_counter() - started:.1f} s)"
+        + f" (seeded in {time.perf_counter() - started:.1f} s, the figures kept as the log"
+        " was written)"
     )
+    print(f"  load average before: {loadavg()}")
+    print(f"  {'page':<44} {'kept':>9} {'from log':>10} {'ratio':>7}  statements (kept / from log)")
     figures = {}
     for label, options in PAGES:
-        seconds, statements = measure(
+        kept, kept_statements, kept_rows = measure(
             lambda options=options: item_analysis.card_analysis(**options)
         )
-        figures[label] = seconds
-        print(f"  {label:<44} {seconds * 1000:8.1f} ms  {statements} statement(s)")
-    seconds, statements = measure(item_analysis.exercise_kind_analysis)
-    figures["exercise kinds"] = seconds
-    print(
-        f"  {'exercise kinds (mistakes, wrong cells)':<44} {seconds * 1000:8.1f} ms  "
-        f"{statements} statement(s)"
+        old, old_statements, old_rows = measure(
+            lambda options=options: card_analysis_from_log(**options), runs=args.baseline_runs
+        )
+        if kept_rows != old_rows:
+            sys.exit(f"{label}: the kept figures differ from the log's")
+        figures[label] = (kept, old)
+        print(
+            f"  {label:<44} {kept * 1000:7.1f} ms {old * 1000:8.1f} ms {old / kept:6.0f}x"
+            f"  {kept_statements} / {old_statements}"
+        )
+    kept, kept_statements, kept_kinds = measure(item_analysis.exercise_kind_analysis)
+    old, old_statements, old_kinds = measure(
+        exercise_kind_analysis_from_attempts, runs=args.baseline_runs
     )
+    if kept_kinds != old_kinds:
+        sys.exit("exercise kinds: the kept counts differ from the attempts'")
+    label = "exercise kinds (mistakes, wrong cells)"
+    figures[label] = (kept, old)
+    print(
+        f"  {label:<44} {kept * 1000:7.1f} ms {old * 1000:8.1f} ms {old / kept:6.0f}x"
+        f"  {kept_statements} / {old_statements}"
+    )
+    kept, bare = review_write_cost()
+    print(
+        f"  one review's log insert, committed: {kept * 1000:.2f} ms with the figures'"
+        f" triggers, {bare * 1000:.2f} ms without (median of 200)"
+    )
+    print(f"  load average after: {loadavg()}")
     return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learners", type=int, default=1000)
+    parser.add_argument(
+        "--sizes",
+        type=lambda text: [int(n) for n in text.split(",")],
+        help="Learner counts to seed in turn (default: a tenth of --learners, then --learners).",
+    )
     parser.add_argument("--cards", type=int, default=1000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--per-day", type=int, default=40, help="Reviews per learner per day.")
     parser.add_argument("--decks", type=int, default=10)
+    parser.add_argument(
+        "--baseline-runs", type=int, default=3, help="Runs of each page grouped from the log."
+    )
     args = parser.parse_args()
 
     ensure_database("bench_item_analysis")
@@ -242,14 +329,17 @@ def main() -> None:
     from django.conf import settings
 
     settings.DEBUG = False
-    small = run(args, max(args.learners // 10, 1))
-    full = run(args, args.learners)
+    sizes = args.sizes or [max(args.learners // 10, 1), args.learners]
+    results = {size: run(args, size) for size in sizes}
+    small, large = sizes[0], sizes[-1]
     print(
-        f"\nTime ratio at {args.learners} vs {max(args.learners // 10, 1)} learners "
-        "(10x the log; statements per page unchanged):"
+        f"\nTime ratio at {large} vs {small} learners "
+        f"({large / small:g}x the log; statements per page unchanged), kept / from log:"
     )
-    for label in full:
-        print(f"  {label:<44} x{full[label] / small[label]:.1f}")
+    for label in results[large]:
+        kept = results[large][label][0] / results[small][label][0]
+        old = results[large][label][1] / results[small][label][1]
+        print(f"  {label:<44} x{kept:.1f} / x{old:.1f}")
 
 
 if __name__ == "__main__":

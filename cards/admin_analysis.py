@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from urllib.parse import urlencode
 
@@ -81,12 +82,53 @@ def export_apkg(modeladmin, request, queryset):
     return response
 
 
+CSV_HEADINGS = [
+    "card",
+    "deck",
+    "kind",
+    "prompt",
+    "active",
+    "learners",
+    "reviews",
+    "first_reviews",
+    "first_pass_rate",
+    "later_reviews",
+    "later_pass_rate",
+    "lapses",
+    "leeches",
+    "open_reports",
+]
+# A cell a spreadsheet would read as a formula (CSV injection) is written as text.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(text: str) -> str:
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def _rate(rate: float | None) -> str:
+    return "" if rate is None else f"{rate:.4f}"
+
+
+def _filters(request) -> tuple[str | None, str | None, str | None, str]:
+    """The deck, kind, tag and order of the item analysis's query string; an unknown kind
+    or order is left out (the page shows all kinds, in the default order)."""
+    params = request.GET
+    deck = params.get("deck") or None
+    kind = params.get("kind") if params.get("kind") in Card.Kind.values else None
+    tag = params.get("tag") or None
+    order = params.get("o", item_analysis.DEFAULT_ORDER)
+    if order.lstrip("-") not in item_analysis.COLUMNS:
+        order = item_analysis.DEFAULT_ORDER
+    return deck, kind, tag, order
+
+
 @admin.register(CardAnalysis)
 class ItemAnalysisAdmin(ReadOnlyAdmin):
     """Per card and per exercise kind: where learners fail, and why.
 
     Read-only pages drawn from ``cards.item_analysis``: one SQL statement per page
-    whatever the number of learners.
+    whatever the number of learners; the cards' table downloads as CSV.
     """
 
     def has_view_permission(self, request, obj=None):
@@ -99,19 +141,18 @@ class ItemAnalysisAdmin(ReadOnlyAdmin):
                 self.admin_site.admin_view(self.kinds_view),
                 name="cards_cardanalysis_kinds",
             ),
+            path(
+                "csv/",
+                self.admin_site.admin_view(self.csv_view),
+                name="cards_cardanalysis_csv",
+            ),
             *super().get_urls(),
         ]
 
     def changelist_view(self, request, extra_context=None):
-        params = request.GET
-        deck = params.get("deck") or None
-        kind = params.get("kind") if params.get("kind") in Card.Kind.values else None
-        tag = params.get("tag") or None
-        order = params.get("o", item_analysis.DEFAULT_ORDER)
-        if order.lstrip("-") not in item_analysis.COLUMNS:
-            order = item_analysis.DEFAULT_ORDER
+        deck, kind, tag, order = _filters(request)
         try:
-            page = max(int(params.get("p", "1")), 1)
+            page = max(int(request.GET.get("p", "1")), 1)
         except ValueError:
             page = 1
         per_page = item_analysis.PAGE_SIZE
@@ -146,9 +187,43 @@ class ItemAnalysisAdmin(ReadOnlyAdmin):
             "pages": pages,
             "prev_url": page_url(page - 1) if page > 1 else None,
             "next_url": page_url(page + 1) if page < pages else None,
+            "csv_url": reverse("admin:cards_cardanalysis_csv")
+            + "?"
+            + urlencode({**base, "o": order}),
             "leech_lapses": lapses.leech_lapses(),
         }
         return TemplateResponse(request, "admin/cards/item_analysis.html", context)
+
+    def csv_view(self, request):
+        """Every card matching the page's filters, in its order, as CSV for a spreadsheet."""
+        deck, kind, tag, order = _filters(request)
+        rows, _ = item_analysis.card_analysis(
+            deck=deck, kind=kind, tag=tag, order=order, limit=None
+        )
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="item-analysis.csv"'
+        writer = csv.writer(response)
+        writer.writerow(CSV_HEADINGS)
+        for row in rows:
+            writer.writerow(
+                [
+                    row.card,
+                    _cell(row.deck),
+                    row.kind,
+                    _cell(row.prompt),
+                    int(row.is_active),
+                    row.learners,
+                    row.reviews,
+                    row.first_reviews,
+                    _rate(row.first_pass_rate),
+                    row.later_reviews,
+                    _rate(row.later_pass_rate),
+                    row.lapses,
+                    row.leeches,
+                    row.open_reports,
+                ]
+            )
+        return response
 
     def kinds_view(self, request):
         context = {

@@ -1,10 +1,11 @@
 """Item analysis for staff: which cards and exercises learners fail, and why.
 
 Everything is computed set-based in SQL, one statement per page whatever the
-number of learners: per card from the review log (net of undos), the review
-states and the open reports; per exercise kind from the attempts' stored
-verdicts (``exercises.Attempt.result``: per-part ``wrong_cells`` and the
-``diagnosis`` of mistakes).
+number of learners: per card from ``CardFigures`` (the review log net of undos,
+summed per card and lapse count by the database as the log is written) and the open
+reports; per exercise kind from ``ExerciseKindFigures`` (the attempts' stored verdicts,
+``exercises.Attempt.result``: per-part ``wrong_cells`` and the ``diagnosis`` of
+mistakes, counted by the database as the attempts are written).
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import connection
 
 from exercises.checking import MISTAKES
 from exercises.kinds import KINDS
 
-from .db.analysis import analysis_tune, kind_figures_sql
-from .db.counts import kept
 from .lapses import leech_lapses
 
 PAGE_SIZE = 50
@@ -56,7 +55,9 @@ class CardRow:
     open_reports: int
 
 
-def _card_filter(*, deck: str | None, kind: str | None, tag: str | None) -> tuple[str, list]:
+def card_filter(*, deck: str | None, kind: str | None, tag: str | None) -> tuple[str, list]:
+    """SQL condition over the cards ``c`` and decks ``d`` of the filters given, and its
+    parameters."""
     where, params = ["1 = 1"], []
     if deck:
         where.append("d.slug = %s")
@@ -73,30 +74,20 @@ def _card_filter(*, deck: str | None, kind: str | None, tag: str | None) -> tupl
     return " AND ".join(where), params
 
 
-# Per-card figures over the cards of a ``picked`` CTE, over the reviews no undo cancelled
-# (``kept``); its parameters are the leech threshold and ``False`` (open reports).
-_CARD_FIGURES = f"""
-        per_learner AS (
-            -- The first review is the pair's lowest id (the log is appended in time
-            -- order); MIN(2 * id + passed) carries its result in the lowest bit, so
-            -- one grouping pass finds it without sorting the log.
-            SELECT l.card_id, l.learner_id, COUNT(*) AS reviews,
-                   SUM(CASE WHEN l.result = 'pass' THEN 1 ELSE 0 END) AS passes,
-                   SUM(CASE WHEN l.result = 'fail' THEN 1 ELSE 0 END) AS fails,
-                   MIN(2 * l.id + CASE WHEN l.result = 'pass' THEN 1 ELSE 0 END) %% 2
-                       AS first_pass
-            FROM cards_reviewlog l
-            WHERE {kept("l")}
-              AND l.card_id IN (SELECT id FROM picked)
-            GROUP BY l.card_id, l.learner_id
-        ),
+# Per-card figures over the cards of a ``picked`` CTE, summed from the few CardFigures rows
+# of each card (one per lapse count its learners have), which the database keeps as the
+# log is written; its parameters are the leech threshold and ``False`` (open reports).
+_CARD_FIGURES = """
         per_card AS (
-            SELECT card_id, COUNT(*) AS learners, SUM(reviews) AS reviews, SUM(fails) AS lapses,
-                   SUM(first_pass) AS first_pass, SUM(reviews) - COUNT(*) AS later,
-                   SUM(passes) - SUM(first_pass) AS later_pass,
+            SELECT card_id, SUM(learners) AS learners, SUM(reviews) AS reviews,
+                   SUM(lapses * learners) AS lapses, SUM(first_passes) AS first_pass,
+                   SUM(reviews) - SUM(learners) AS later,
+                   SUM(passes) - SUM(first_passes) AS later_pass,
                    -- cards.lapses.is_leech, with its threshold as the parameter
-                   SUM(CASE WHEN fails >= %s THEN 1 ELSE 0 END) AS leeches
-            FROM per_learner GROUP BY card_id
+                   SUM(CASE WHEN lapses >= %s THEN learners ELSE 0 END) AS leeches
+            FROM cards_cardfigures
+            WHERE card_id IN (SELECT id FROM picked)
+            GROUP BY card_id
         ),
         reports AS (
             SELECT card_id, COUNT(*) AS open_reports FROM cards_report
@@ -121,9 +112,9 @@ _CARD_FIGURES = f"""
 """
 
 
-def _card_sql(*, where: str, sort: str, direction: str) -> str:
+def _card_sql(*, where: str, sort: str, direction: str, paged: bool) -> str:
     """The per-card statement: the filter's parameters, then the leech threshold, ``False``
-    (open reports), the limit and the offset."""
+    (open reports) and, when ``paged``, the limit and the offset."""
     return f"""
         WITH picked AS (
             SELECT c.id FROM cards_card c JOIN cards_deck d ON d.id = c.deck_id WHERE {where}
@@ -131,11 +122,12 @@ def _card_sql(*, where: str, sort: str, direction: str) -> str:
 {_CARD_FIGURES}
         SELECT c.*, COUNT(*) OVER () AS total FROM card_rows c
         ORDER BY {sort} {direction}, c.id
-        LIMIT %s OFFSET %s
+        {"LIMIT %s OFFSET %s" if paged else ""}
     """
 
 
-def _card_row(r: tuple) -> CardRow:
+def card_row(r: tuple) -> CardRow:
+    """A :class:`CardRow` from a row of the per-card statement."""
     return CardRow(
         card=r[0],
         deck=r[1],
@@ -160,49 +152,63 @@ def card_analysis(
     kind: str | None = None,
     tag: str | None = None,
     order: str = DEFAULT_ORDER,
-    limit: int = PAGE_SIZE,
+    limit: int | None = PAGE_SIZE,
     offset: int = 0,
 ) -> tuple[list[CardRow], int]:
-    """One page of per-card figures and the number of cards matching, in one statement.
+    """One page of per-card figures and the number of cards matching, in one statement
+    (every matching card when ``limit`` is None: the CSV export).
 
     ``learners`` counts those who reviewed the card; a review undone and its undo
     entry count nowhere. The first review is each learner's earliest remaining one;
-    a learner whose net fails make a leech (:func:`cards.lapses.leech_lapses`) counts in
-    ``leeches``.
+    a learner whose fails make a leech (:func:`cards.lapses.leech_lapses`) counts in
+    ``leeches``. The figures are read from ``CardFigures``, which the database keeps
+    exact as the log is written: no lag, and a cost that follows the cards, not the log.
     """
     column = order.lstrip("-")
     if column not in COLUMNS:
         raise ValueError(f"order: expected one of {', '.join(COLUMNS)}, got {order!r}")
     direction = "DESC" if order.startswith("-") else "ASC"
     sort = "c.id" if column == "card" else f"COALESCE(c.{column}, -1)"
-    where, params = _card_filter(deck=deck, kind=kind, tag=tag)
-    sql = _card_sql(where=where, sort=sort, direction=direction)
-    all_params = [*params, leech_lapses(), False, limit, offset]
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        analysis_tune(cursor)
+    where, params = card_filter(deck=deck, kind=kind, tag=tag)
+    paged = limit is not None
+    sql = _card_sql(where=where, sort=sort, direction=direction, paged=paged)
+    all_params = [*params, leech_lapses(), False, *([limit, offset] if paged else [])]
+    with connection.cursor() as cursor:
         cursor.execute(sql, all_params)
         fetched = cursor.fetchall()
     if not fetched and offset:
         # Past the last page: the total still comes from a first-page read.
         return [], card_analysis(deck=deck, kind=kind, tag=tag, order=order, limit=1)[1]
     total = fetched[0][-1] if fetched else 0
-    rows = [_card_row(r) for r in fetched]
+    rows = [card_row(r) for r in fetched]
     return rows, int(total)
 
 
 # --- Exercise kinds -----------------------------------------------------------------
 
 
+# The counts the database keeps per kind (``ExerciseKindFigures``), in the rows
+# ``(section, kind, key, sub, count)`` that ``exercise_kind_analysis`` arranges.
+KIND_FIGURES_SQL = "SELECT section, kind, item, cell, n FROM cards_exercisekindfigures WHERE n <> 0"
+
+
 def exercise_kind_analysis() -> list[dict]:
     """Per exercise kind: attempts, share correct, diagnosed mistakes and wrong cells.
 
     ``mistakes`` is ``[{code, text, count}]`` most frequent first; ``parts`` is
-    ``[{name, wrong, cells: [{cell, count}]}]`` with the most often wrong cells.
+    ``[{name, wrong, cells: [{cell, count}]}]`` with the most often wrong cells. Read from
+    the counts the database keeps as attempts are written: one statement over a few rows
+    per kind, whatever the number of attempts.
     """
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        analysis_tune(cursor)
-        cursor.execute(kind_figures_sql(), [True])
+    with connection.cursor() as cursor:
+        cursor.execute(KIND_FIGURES_SQL)
         fetched = cursor.fetchall()
+    return kinds_arranged(fetched)
+
+
+def kinds_arranged(fetched: list[tuple]) -> list[dict]:
+    """The rows ``(section, kind, key, sub, count)`` arranged per kind, as
+    :func:`exercise_kind_analysis` returns them."""
     kinds: dict[str, dict] = defaultdict(
         lambda: {"attempts": 0, "correct": 0, "mistakes": [], "parts": {}}
     )

@@ -576,3 +576,117 @@ class CardAnalysis(Card):
         proxy = True
         verbose_name = "item analysis"
         verbose_name_plural = "item analysis"
+
+
+class LearnerCardFigures(KeptByDatabase):
+    """One learner's reviews of one card that no undo cancelled: the item analysis per pair.
+
+    ``reviews``, ``passes`` and ``lapses`` (fails) count the pair's kept reviews;
+    ``first_pass`` is 1 when the earliest of them (the lowest log id) passed. Kept by the
+    database: triggers on the review log recount the pairs a statement touched (and the
+    pair of a review an undo entry names), whoever writes the log (the review, undo and
+    exercise services, account deletion moving the log, bulk loads, psql). A pair left
+    with no kept review is deleted. Read-only from Django; the triggers are declared in
+    ``cards.db.counts`` (``LEARNER_CARD_FIGURES``). ``CardFigures`` sums these rows.
+
+    ``learner`` and ``card`` carry no database constraint, as for ``LapseCount``.
+    """
+
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    card = models.ForeignKey(
+        Card,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    reviews = models.IntegerField()
+    passes = models.IntegerField()
+    lapses = models.IntegerField()
+    first_pass = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            # The triggers' ON CONFLICT target.
+            models.UniqueConstraint(fields=["learner", "card"], name="learnercardfigures_unique"),
+        ]
+        indexes = [
+            # The pairs of one card at one lapse count, summed into CardFigures.
+            models.Index(
+                fields=["card", "lapses"],
+                name="learnercardfigures_card",
+                include=["reviews", "passes", "first_pass"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.learner_id} / card {self.card_id}: {self.reviews} reviews"
+
+
+class CardFigures(KeptByDatabase):
+    """The learners of a card who share a lapse count, and their reviews, summed.
+
+    ``LearnerCardFigures`` grouped by (card, lapses): ``learners`` pairs, their
+    ``reviews``, ``passes`` and ``first_passes``. Keyed by the lapse count so that the
+    leeches of any threshold (``STUDY_LEECH_LAPSES``) are a sum of a card's few rows.
+    The staff's item analysis reads these rows, in time that follows the cards rather
+    than the log. Kept by the database (triggers on ``LearnerCardFigures``, declared in
+    ``cards.db.counts``: ``CARD_FIGURES``); read-only from Django.
+    """
+
+    card = models.ForeignKey(
+        Card,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    lapses = models.IntegerField()
+    learners = models.IntegerField()
+    reviews = models.IntegerField()
+    passes = models.IntegerField()
+    first_passes = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            # The triggers' ON CONFLICT target, and the page's read per card.
+            models.UniqueConstraint(fields=["card", "lapses"], name="cardfigures_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"card {self.card_id} at {self.lapses} lapses: {self.learners} learners"
+
+
+class ExerciseKindFigures(KeptByDatabase):
+    """The exercise attempts' verdicts counted per kind: the item analysis of the kinds.
+
+    ``section`` is ``attempts``, ``correct``, ``mistake`` (``item``: the diagnosis code),
+    ``part`` (``item``: a part answered wrong) or ``cell`` (``item``: the part, ``cell``:
+    a wrong cell as JSON text); ``n`` counts them over every attempt. Kept by the database:
+    triggers on the attempts unpack each verdict as it is written or deleted (declared in
+    ``cards.db.counts``: ``KIND_FIGURES``, the JSON per database in ``cards.db.analysis``).
+    Read-only from Django.
+    """
+
+    kind = models.TextField()
+    section = models.TextField()
+    item = models.TextField()
+    cell = models.TextField()
+    n = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            # The triggers' ON CONFLICT target.
+            models.UniqueConstraint(
+                fields=["kind", "section", "item", "cell"], name="exercisekindfigures_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.section} {self.item} {self.cell}: {self.n}"

@@ -1,69 +1,88 @@
-"""Item analysis SQL that differs between PostgreSQL and SQLite (``cards.item_analysis``).
+"""The exercise attempts' verdicts, unpacked into counts for the item analysis, per database.
 
-:func:`analysis_tune` sets up a transaction for one large analytic statement;
-:func:`kind_figures_sql` is the per-exercise-kind statement, which unpacks the attempts'
-JSON verdicts with each database's own JSON functions.
+``ExerciseKindFigures`` counts per exercise kind: the ``attempts``, the ``correct`` ones,
+each diagnosed ``mistake`` (``item``: its code), each wrong ``part`` (``item``: its name)
+and each wrong ``cell`` of a part (``item``: the part, ``cell``: the cell as JSON text),
+read from ``exercises.Attempt.result`` (per-part ``correct`` and ``wrong_cells``, and the
+``diagnosis``) with each database's own JSON functions. The triggers declared in
+``cards.db.counts`` (``KIND_FIGURES``) run these queries over the attempts a statement
+wrote or deleted. A verdict of an unexpected shape counts what it holds and never fails
+the write.
 """
 
 from __future__ import annotations
 
-from django.db import connection
-
-WORK_MEM = "128MB"
-
-
-def analysis_tune(cursor) -> None:
-    """PostgreSQL: memory to group a million (learner, card) pairs without spilling to
-    disk, and no JIT compilation (it costs more than it saves on one analytic statement).
-    Local to the transaction; one statement. Nothing to do on SQLite."""
-    if connection.vendor == "postgresql":
-        cursor.execute(
-            "SELECT set_config('work_mem', %s, true), set_config('jit', 'off', true)",
-            [WORK_MEM],
-        )
+KIND_FIGURES_TABLE = "cards_exercisekindfigures"
+KIND_FIGURES_KEY = "kind, section, item, cell"
 
 
-def kind_figures_sql() -> str:
-    """Rows ``(section, kind, key, sub, count)`` over the attempts; one parameter (True).
-
-    Sections: ``attempts`` and ``correct`` per kind, ``mistake`` per diagnosis code,
-    ``part`` per wrong part, ``cell`` per wrong cell of a part (``sub``, as JSON text).
-    """
-    base = "FROM exercises_attempt a JOIN exercises_exercise e ON e.id = a.exercise_id"
-    if connection.vendor == "postgresql":
-        diagnosis = (
-            "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.result->'diagnosis')"
-            " = 'array' THEN a.result->'diagnosis' ELSE '[]'::jsonb END) dg"
-        )
-        code = "dg.value->>'code'"
-        parts = (
-            "CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(a.result->'parts') = 'object'"
-            " THEN a.result->'parts' ELSE '{}'::jsonb END) p"
-        )
-        part_wrong = "p.value->>'correct' = 'false'"
-        cells = (
-            "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(p.value->'wrong_cells')"
-            " = 'array' THEN p.value->'wrong_cells' ELSE '[]'::jsonb END) cell"
-        )
-        cell = "cell.value::text"
-    else:
-        diagnosis = ", json_each(a.result, '$.diagnosis') dg"
-        code = "json_extract(dg.value, '$.code')"
-        parts = ", json_each(a.result, '$.parts') p"
-        part_wrong = "json_extract(p.value, '$.correct') = 0"
-        cells = ", json_each(p.value, '$.wrong_cells') cell"
-        cell = "cell.value"
+def pg_attempt_rows(attempts: str, d: str) -> str:
+    """PostgreSQL: rows ``(kind, section, item, cell, d)`` for the attempts ``attempts``
+    (a transition table), each counting ``d``."""
+    base = f"FROM {attempts} a JOIN exercises_exercise e ON e.id = a.exercise_id"
+    diagnosis = (
+        "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.result->'diagnosis')"
+        " = 'array' THEN a.result->'diagnosis' ELSE '[]'::jsonb END) dg"
+    )
+    parts = (
+        "CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(a.result->'parts') = 'object'"
+        " THEN a.result->'parts' ELSE '{}'::jsonb END) p"
+    )
+    cells = (
+        "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(p.value->'wrong_cells')"
+        " = 'array' THEN p.value->'wrong_cells' ELSE '[]'::jsonb END) c"
+    )
+    code = (
+        "CASE WHEN jsonb_typeof(dg.value) = 'object' THEN COALESCE(dg.value->>'code', '') "
+        "ELSE '' END"
+    )
     return f"""
-        SELECT 'attempts', e.kind, '', '', COUNT(*) {base} GROUP BY e.kind
-        UNION ALL
-        SELECT 'correct', e.kind, '', '', COUNT(*) {base} WHERE a.correct = %s GROUP BY e.kind
-        UNION ALL
-        SELECT 'mistake', e.kind, {code}, '', COUNT(*) {base} {diagnosis}
-            GROUP BY e.kind, {code}
-        UNION ALL
-        SELECT 'part', e.kind, p.key, '', COUNT(*) {base} {parts} WHERE {part_wrong}
-            GROUP BY e.kind, p.key
-        UNION ALL
-        SELECT 'cell', e.kind, p.key, {cell}, COUNT(*) {base} {parts} {cells}
-            GROUP BY e.kind, p.key, {cell}
+        SELECT e.kind, 'attempts' AS section, '' AS item, '' AS cell, {d} AS d {base}
+        UNION ALL SELECT e.kind, 'correct', '', '', {d} {base} WHERE a.correct
+        UNION ALL SELECT e.kind, 'mistake', {code}, '', {d} {base} {diagnosis}
+        UNION ALL SELECT e.kind, 'part', p.key, '', {d} {base} {parts}
+            WHERE jsonb_typeof(p.value) = 'object' AND p.value->>'correct' = 'false'
+        UNION ALL SELECT e.kind, 'cell', p.key, c.value::text, {d} {base} {parts} {cells}
+            WHERE jsonb_typeof(p.value) = 'object'
+    """
+
+
+def sqlite_attempt_rows(row: str, *, every: bool = False) -> str:
+    """SQLite: rows ``(kind, section, item, cell)`` for the attempt ``row`` (NEW or OLD), or
+    with ``every`` for each attempt ``row`` of the table."""
+    if every:
+        base, own = (
+            f"FROM exercises_attempt {row} JOIN exercises_exercise e",
+            f"e.id = {row}.exercise_id",
+        )
+    else:
+        base, own = "FROM exercises_exercise e", f"e.id = {row}.exercise_id"
+    code = (
+        "CASE WHEN dg.type = 'object' "
+        "THEN COALESCE(CAST(json_extract(dg.value, '$.code') AS TEXT), '') ELSE '' END"
+    )
+    parts = (
+        f"json_each(CASE WHEN json_type({row}.result, '$.parts') = 'object' "
+        f"THEN json_extract({row}.result, '$.parts') ELSE '{{}}' END) p"
+    )
+    diagnosis = (
+        f"json_each(CASE WHEN json_type({row}.result, '$.diagnosis') = 'array' "
+        f"THEN json_extract({row}.result, '$.diagnosis') ELSE '[]' END) dg"
+    )
+    # CASE, not AND: SQLite evaluates only the branch taken, and a part that is not an
+    # object is no JSON text to read.
+    cells = (
+        "json_each(CASE WHEN p.type <> 'object' THEN '[]' "
+        "WHEN json_type(p.value, '$.wrong_cells') = 'array' "
+        "THEN json_extract(p.value, '$.wrong_cells') ELSE '[]' END) c"
+    )
+    wrong = "CASE WHEN p.type = 'object' THEN json_extract(p.value, '$.correct') END = 0"
+    return f"""
+        SELECT e.kind AS kind, 'attempts' AS section, '' AS item, '' AS cell {base} WHERE {own}
+        UNION ALL SELECT e.kind, 'correct', '', '' {base} WHERE {own} AND {row}.correct
+        UNION ALL SELECT e.kind, 'mistake', {code}, '' {base}, {diagnosis} WHERE {own}
+        UNION ALL SELECT e.kind, 'part', p.key, '' {base}, {parts}
+            WHERE {own} AND {wrong}
+        UNION ALL SELECT e.kind, 'cell', p.key, CAST(c.value AS TEXT) {base}, {parts}, {cells}
+            WHERE {own}
     """
