@@ -14,7 +14,7 @@ from cards.db.counts import CARD_FIGURES, KIND_FIGURES, LEARNER_CARD_FIGURES
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('cards', '0001_squashed_0010_study_core'),
+        ('cards', '0012_card_interview_points_answer_text'),
         ('exercises', '0001_squashed_0003_exercises_and_predictions'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
