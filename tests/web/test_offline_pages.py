@@ -397,3 +397,35 @@ def test_a_control_posted_while_the_server_does_not_answer_stays_on_the_page(
     with page.expect_navigation():
         page.click("#suspend-button")
     assert ReviewState.objects.get(learner=learner, card_id=shown).suspended
+
+
+REPORT_URL = "**/reports/new/"
+
+
+def test_a_report_from_the_card_notes_page_waits_for_the_server(
+    live_server, view, due_deck, learner, check
+):
+    """The report form outside the review page is guarded too: no browser error page."""
+    page = view
+    log_in(page.context, live_server, learner)
+    card = due_deck.cards.order_by("position").first()
+    page.goto(f"{live_server.url}/cards/{card.pk}/notes/")
+    page.click("#report-toggle")
+    page.fill("#report-text", "A formula is cut short.")
+    page.route("**/healthz", lambda route: route.abort("connectionrefused"))
+    page.route(REPORT_URL, lambda route: route.abort("connectionrefused"))
+    page.click("#report-send")
+    page.wait_for_selector("#controls-status:has-text('You are offline')")
+    assert page.url == f"{live_server.url}/cards/{card.pk}/notes/"
+    assert page.is_disabled("#report-send")
+    assert page.input_value("#report-text") == "A formula is cut short."
+    check(page, "notes-report-server-unreachable")
+    assert not learner.reports.exists()
+
+    page.unroute("**/healthz")
+    page.unroute(REPORT_URL)
+    page.evaluate("dispatchEvent(new Event('online'))")
+    page.wait_for_selector("#controls-status:has-text('Back online')")
+    with page.expect_navigation():
+        page.click("#report-send")
+    assert learner.reports.get().text == "A formula is cut short."
