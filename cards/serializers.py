@@ -1,3 +1,4 @@
+# One module on purpose: every request and response shape of the study API, as the house layout keeps them.
 from __future__ import annotations
 
 import re

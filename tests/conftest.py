@@ -18,6 +18,15 @@ from rest_framework.test import APIClient
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 
+# Each pytest-xdist worker gives its lab sandbox runs a throwaway uid range of its own
+# (labs.sandbox.bwrap draws one uid in [base, base + 100,000) per run), so a test that
+# looks for processes its own runs left behind never sees the other worker's runs.
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _XDIST_WORKER.startswith("gw") and _XDIST_WORKER[2:].isdigit():
+    os.environ.setdefault(
+        "STUDY_LAB_UID_BASE", str(1_800_000_000 + (int(_XDIST_WORKER[2:]) + 1) * 200_000)
+    )
+
 
 def _on_postgres() -> bool:
     return settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"

@@ -41,5 +41,6 @@ def test_a_bad_review_post_names_its_fields_in_the_400(learner):
     response = client.post("/review/", {"card": "x", "result": "maybe"})
     assert response.status_code == 400
     text = response.content.decode()
-    assert text.startswith("Expected a card id and a result of 'pass' or 'fail' (card: ")
+    assert text.startswith("Expected a card id, a result of 'pass' or 'fail' and an optional ")
+    assert "(card: " in text
     assert "; result: " in text

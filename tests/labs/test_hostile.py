@@ -31,6 +31,7 @@ LIMITS = sandbox.Limits(
     output_bytes=16 * 1024,
 )
 CALL = [Call("f", "f")]
+AS_ROOT = os.geteuid() == 0
 UNHOOK = (
     "import sys\nsys.meta_path[:] = [m for m in sys.meta_path if type(m).__name__ != '_Refuse']\n"
 )
@@ -68,7 +69,10 @@ def sandbox_processes() -> list[int]:
         uid = int(status.split("\nUid:")[1].split()[0])
         if "\nState:\tZ" in status:
             continue
-        if base <= uid < base + 100_000 or status.startswith("Name:\tbwrap"):
+        # As root every run, bwrap included, has a throwaway uid from this worker's range;
+        # otherwise bwrap runs as the service's own user and is known by its name.
+        own_run = base <= uid < base + 100_000
+        if own_run or (not AS_ROOT and status.startswith("Name:\tbwrap")):
             found.append(int(entry.name))
     return found
 
