@@ -23,12 +23,15 @@ failed; anything else counts as an error.
 It prints, per worker size: gradings, gradings/s sustained, p50/p95/p99 from submit to
 result, where the time went (waiting in the queue, grading in the worker, the run in the
 sandbox, the poll that saw it, from the submissions' own timestamps), the CPU the web
-server used, and ``/proc/loadavg`` before and after. Then the targets with 2 processes
-(p95 <= 2 s, >= 4 gradings/s) with the ratio to each and PASS or MISS. ``--breakdown N``
-first times N sequential gradings phase by phase (the lab's calls, the sandbox's start,
-NumPy's import inside it, the calls, the judge, the service's database writes, and the
-broker's hop through a worker of 1). Exit status 1 when a grading went wrong or a target
-is missed.
+server and the learners' threads used, and ``/proc/loadavg`` before and after. Then the
+targets with 2 processes (p95 <= 2 s, >= 4 gradings/s) with the ratio to each and PASS
+or MISS. ``--breakdown N`` first times N sequential gradings phase by phase (the lab's
+calls, the sandbox's start, NumPy's import inside it, the calls, the judge, the
+service's database writes, and the broker's hop through a worker of 1). Exit status 1
+when a grading went wrong or a target is missed.
+
+Why one worker of concurrency N rather than N workers of 1, and the figures:
+docs/benchmarks.md, "Labs".
 """
 
 from __future__ import annotations
@@ -293,6 +296,7 @@ class Series:
     polls: int = 0
     seconds: float = 0.0
     web_cpu: float = 0.0
+    own_cpu: float = 0.0  # this process: the learners' threads
     load_before: str = ""
     load_after: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -381,9 +385,10 @@ def run_series(workers: int, port: int, gunicorn: subprocess.Popen, tokens, work
     try:
         warm_up(port, tokens[0], work, args, workers)
         series.load_before = loadavg()
-        cpu_before = cpu_seconds(gunicorn.pid)
+        cpu_before, own_before = cpu_seconds(gunicorn.pid), time.process_time()
         drive(series, port, tokens, work, args)
         series.web_cpu = cpu_seconds(gunicorn.pid) - cpu_before
+        series.own_cpu = time.process_time() - own_before
         series.load_after = loadavg()
     finally:
         stop(worker)
@@ -423,14 +428,16 @@ def report(all_series: list[Series], args, work: list[Source]) -> bool:
     )
     print(
         f"{'labs worker':22} {'gradings':>8} {'per s':>6} {'p50 s':>6} {'p95 s':>6} "
-        f"{'p99 s':>6} {'errors':>6} {'polls/s':>7} {'web CPU':>7}  loadavg before -> after"
+        f"{'p99 s':>6} {'errors':>6} {'polls/s':>7} {'web CPU':>7} {'own CPU':>7}  "
+        "loadavg before -> after"
     )
     for s in all_series:
         lat = s.latencies
         print(
             f"{'concurrency ' + str(s.workers):22} {len(lat):>8} {s.rate:>6.2f} "
             f"{percentile(lat, 50):>6.2f} {percentile(lat, 95):>6.2f} {percentile(lat, 99):>6.2f} "
-            f"{len(s.errors):>6} {s.polls / s.seconds:>7.0f} {s.web_cpu / s.seconds:>6.0%}  "
+            f"{len(s.errors):>6} {s.polls / s.seconds:>7.0f} {s.web_cpu / s.seconds:>7.0%} "
+            f"{s.own_cpu / s.seconds:>7.0%}  "
             f"{s.load_before} -> {s.load_after}"
         )
     print("\nwhere a grading's time went (median / p95, seconds, from the submissions' rows):")
@@ -444,7 +451,8 @@ def report(all_series: list[Series], args, work: list[Source]) -> bool:
         print(f"  concurrency {s.workers}: {cells}")
     print(
         "  (queue: saved to claimed by a worker; worker: claimed to stored; sandbox: the "
-        "run's wall time, inside worker; seen: stored to the poll that saw it)"
+        "run's wall time, inside worker; seen: stored to the poll that saw it)\n"
+        "  (web CPU: gunicorn's, own CPU: the learners' threads here, as shares of one core)"
     )
     ok = True
     for s in all_series:
