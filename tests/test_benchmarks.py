@@ -106,7 +106,7 @@ def test_no_benchmark_module_imports_one_that_imports_it_back():
     assert import_cycles(graph) == []
 
 
-def test_importing_the_beat_benchmark_changes_neither_the_path_nor_the_environment():
+def test_importing_the_beat_and_labs_benchmarks_changes_neither_the_path_nor_the_environment():
     # After django.setup(), as bench_beat.main imports the fan-out part.
     script = (
         "import json, os, sys\n"
@@ -114,6 +114,7 @@ def test_importing_the_beat_benchmark_changes_neither_the_path_nor_the_environme
         "django.setup()\n"
         "path, environ = list(sys.path), dict(os.environ)\n"
         "import benchmarks.bench_beat, benchmarks.beat_seed, benchmarks.beat_fanout\n"
+        "import benchmarks.bench_labs\n"
         "print(json.dumps({\n"
         "    'path_unchanged': sys.path == path,\n"
         "    'environ': sorted(k for k in os.environ if os.environ[k] != environ.get(k)),\n"
@@ -130,3 +131,102 @@ def test_importing_the_beat_benchmark_changes_neither_the_path_nor_the_environme
         check=True,
     )
     assert json.loads(done.stdout.splitlines()[-1]) == {"path_unchanged": True, "environ": []}
+
+
+# --- the labs benchmark's own logic (the benchmark itself needs bwrap, PostgreSQL, Redis) ---
+
+
+def test_the_labs_benchmark_submits_references_or_registered_mistakes():
+    from benchmarks.bench_labs import sources
+    from labs.catalogue import LABS
+
+    softmax = sources("softmax", wrong=False)
+    assert [(s.slug, s.name, s.passes) for s in softmax] == [("softmax", "reference", True)]
+    assert softmax[0].code == LABS["softmax"].reference
+
+    mixed = sources("mixed", wrong=False)
+    assert [s.slug for s in mixed] == list(LABS)
+    assert all(s.passes and s.code == LABS[s.slug].reference for s in mixed)
+
+    wrong = sources("wrong", wrong=False)
+    assert wrong == sources("mixed", wrong=True)
+    expected = {(slug, name) for slug, each in LABS.items() for name in each.mistakes}
+    assert {(s.slug, s.name) for s in wrong} == expected
+    assert len(wrong) == len(expected) > len(LABS)
+    assert not any(s.passes for s in wrong)
+    assert all(s.code == LABS[s.slug].mistakes[s.name] for s in wrong)
+    assert {s.slug for s in sources("softmax", wrong=True)} == {"softmax"}
+
+
+def test_the_labs_benchmark_targets_pass_at_their_bounds_and_miss_past_them():
+    from benchmarks.bench_labs import verdicts
+
+    (p95_name, p95, p95_ratio, p95_met), (rate_name, rate, rate_ratio, rate_met) = verdicts(
+        2.0, 4.0
+    )
+    assert "p95" in p95_name and "<= 2 s" in p95_name and p95 == "2.00 s"
+    assert ">= 4" in rate_name and rate == "4.00/s"
+    assert (p95_ratio, p95_met, rate_ratio, rate_met) == (1.0, True, 1.0, True)
+    missed = verdicts(2.5, 3.0)
+    assert [(round(ratio, 2), met) for _, _, ratio, met in missed] == [(1.25, False), (0.75, False)]
+
+
+def test_the_labs_benchmark_options_default_to_the_specified_run():
+    from benchmarks.bench_labs import parse_args, percentile
+
+    args = parse_args([])
+    assert (args.seconds, args.lab, args.learners, args.poll, args.workers) == (
+        30.0,
+        "softmax",
+        8,
+        0.05,
+        [1, 2],
+    )
+    assert parse_args(["--workers", "2", "--lab", "mixed", "--wrong"]).workers == [2]
+    assert percentile([1.0], 95) != percentile([1.0], 95)  # nan below two values
+    assert percentile([float(n) for n in range(1, 101)], 50) == 50.5
+
+
+class ScriptedClient:
+    """Answers the benchmark's requests from a script: (status, body) per request."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.requests = []
+
+    def request(self, method, path, body=None):
+        self.requests.append((method, path, body))
+        return self.answers.pop(0)
+
+
+def test_a_grading_counts_only_when_the_result_is_the_one_its_source_should_get():
+    from benchmarks.bench_labs import Source, grade_once
+
+    reference = Source("softmax", "reference", "def softmax(z): ...", True)
+    mistake = Source("softmax", "overflow", "def softmax(z): ...", False)
+    queued = (202, {"id": 7, "status": "queued"})
+    running = (200, {"status": "running"})
+
+    def done(passed, status="done"):
+        return 200, {"status": status, "passed": passed, "diagnosis": "no_max: ..."}
+
+    client = ScriptedClient([queued, running, done(True)])
+    latency, sid, polls, error = grade_once(client, reference, poll=0, give_up=60)
+    assert (sid, polls, error) == (7, 2, None) and latency >= 0
+    assert client.requests == [
+        ("POST", "/api/v1/labs/softmax/submissions/", {"code": reference.code}),
+        ("GET", "/api/v1/labs/submissions/7/", None),
+        ("GET", "/api/v1/labs/submissions/7/", None),
+    ]
+    assert grade_once(ScriptedClient([queued, done(False)]), mistake, 0, 60)[3] is None
+
+    wrong = grade_once(ScriptedClient([queued, done(False)]), reference, 0, 60)[3]
+    assert wrong.startswith("softmax reference: passed expected, got done, passed=False")
+    failed = grade_once(ScriptedClient([queued, done(None, "failed")]), mistake, 0, 60)[3]
+    assert "failed expected, got failed" in failed
+    refused = grade_once(ScriptedClient([(429, {"detail": "slow down"})]), reference, 0, 60)
+    assert refused[0] is None and refused[3].startswith("POST softmax: 429")
+    gone = grade_once(ScriptedClient([queued, (404, {})]), reference, 0, 60)
+    assert gone[0] is None and gone[3].startswith("GET /api/v1/labs/submissions/7/: 404")
+    stuck = grade_once(ScriptedClient([queued, running]), reference, 0, give_up=0)
+    assert stuck[0] is None and "still running after 0 s" in stuck[3]

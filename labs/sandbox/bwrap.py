@@ -157,6 +157,36 @@ def _set_limits(limits: Limits, *, own_uid: bool) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
 
+def _launcher(limits: Limits, ids: tuple[int, int] | None) -> list[str] | None:
+    """``setpriv`` (the throwaway uid, when root) and ``prlimit`` (every limit) in front of
+    bwrap, or None when either is missing (``_set_limits`` then sets them in the child).
+
+    The same uid change and limits as ``_set_limits``, made by two small programs before
+    they exec bwrap, so starting a run needs no ``preexec_fn`` nor uid change in this
+    process's child: Python then starts it with vfork instead of copying the worker's
+    page tables with fork (10-20 ms of a large process; docs/benchmarks.md, "Labs").
+    """
+    prlimit = shutil.which("prlimit", path="/usr/bin:/bin")
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin") if ids else None
+    if prlimit is None or (ids is not None and setpriv is None):
+        return None
+    cpu = max(1, limits.cpu_seconds)
+    front = []
+    if ids is not None and setpriv is not None:
+        front = [setpriv, f"--reuid={ids[0]}", f"--regid={ids[1]}", "--clear-groups"]
+    front += [
+        prlimit,
+        f"--cpu={cpu}:{cpu + 1}",
+        f"--as={limits.memory_bytes}:{limits.memory_bytes}",
+        f"--fsize={limits.file_bytes}:{limits.file_bytes}",
+        "--core=0:0",
+        "--nofile=64:64",
+    ]
+    if ids is not None:
+        front.append(f"--nproc={limits.processes}:{limits.processes}")
+    return front
+
+
 # --- starting it ------------------------------------------------------------------
 
 
@@ -199,22 +229,35 @@ def start(
         with tempfile.TemporaryFile() as stdin:
             stdin.write(request)
             stdin.seek(0)
-            process = subprocess.Popen(
-                command,
-                stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                pass_fds=(write_results, write_info),
-                env={},
-                close_fds=True,
-                start_new_session=True,
-                user=ids[0] if ids else None,
-                group=ids[1] if ids else None,
-                extra_groups=[] if ids else None,
-                preexec_fn=lambda: _set_limits(
-                    limits, own_uid=ids is not None
-                ),  # rlimits only: nothing else
-            )
+            front = _launcher(limits, ids)
+            if front is not None:
+                process = subprocess.Popen(
+                    [*front, *command],
+                    stdin=stdin,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(write_results, write_info),
+                    env={},
+                    close_fds=True,
+                    start_new_session=True,
+                )
+            else:
+                process = subprocess.Popen(
+                    command,
+                    stdin=stdin,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(write_results, write_info),
+                    env={},
+                    close_fds=True,
+                    start_new_session=True,
+                    user=ids[0] if ids else None,
+                    group=ids[1] if ids else None,
+                    extra_groups=[] if ids else None,
+                    preexec_fn=lambda: _set_limits(
+                        limits, own_uid=ids is not None
+                    ),  # rlimits only: nothing else
+                )
     except OSError as exc:
         for fd in (read_results, read_info):
             os.close(fd)
