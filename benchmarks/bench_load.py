@@ -63,6 +63,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
@@ -82,6 +83,16 @@ FLOOR_TARGET_RATIO = 0.5
 
 def ensure_data(learners: int, cards: int) -> None:
     call_command("migrate", verbosity=0)
+    # The pages (the mixed profile's dashboard) name their files through the manifest.
+    if not (Path(settings.STATIC_ROOT) / "staticfiles.json").exists():
+        env = {**os.environ, "DJANGO_DEBUG": "0"}
+        env.setdefault("DJANGO_SECRET_KEY", "bench-load-" + "x" * 50)
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+            cwd=REPO,
+            env=env,
+            check=True,
+        )
     have = synthetic_users().count()
     if have < learners:
         print(f"seeding {learners} learners x {cards} cards ...", flush=True)
