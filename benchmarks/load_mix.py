@@ -7,8 +7,10 @@ for learners rotating over the token learners, at each rate of ``--rates`` (requ
 paced over ``--clients`` connections) and prints, per rate, the sustained requests/s
 and each endpoint's p50/p95/p99. Latency counts from the moment a request was due to
 be sent, so a server that falls behind shows it in the percentiles (no coordinated
-omission). The highest rate whose every p95 stays under ``P95_BUDGET_MS`` is the
-machine's capacity for this mix (docs/operations.md turns it into workers per learners).
+omission). A few seconds at the first rate warm the workers first and are not counted.
+The highest rate whose p95 stays under ``P95_BUDGET_MS``, over all requests and for
+each endpoint with at least ``MIN_SAMPLES`` requests at that rate, is the machine's
+capacity for this mix (docs/operations.md turns it into workers per learners).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.sessions.backends.db import SessionStore
 
 P95_BUDGET_MS = 100.0
+MIN_SAMPLES = 20  # fewer requests than this say nothing about an endpoint's p95
+WARM_SECONDS = 3.0
 
 # One learner's study day: (endpoint, requests a day).
 DAY = [
@@ -158,8 +162,13 @@ def run_rate(port: int, clients: int, seconds: float, rate: float, mix: Mix) -> 
 
 
 def report(rate: float, sustained: float, kinds: dict, load: str) -> bool:
-    """Prints one rate's table; whether every endpoint's p95 stayed within the budget."""
-    print(f"\npaced at {rate:.0f} requests/s: sustained {sustained:.1f}/s, load average {load}")
+    """Prints one rate's table; whether the p95s stayed within the budget."""
+    overall = Kind("all", [t for k in kinds.values() for t in k.latencies])
+    print(
+        f"\npaced at {rate:.0f} requests/s: sustained {sustained:.1f}/s, all requests p50 "
+        f"{overall.percentile(50):.1f} p95 {overall.percentile(95):.1f} p99 "
+        f"{overall.percentile(99):.1f} ms, load average {load}"
+    )
     print(
         f"{'endpoint':30} {'share':>6} {'requests':>9} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} errors"
     )
@@ -171,9 +180,13 @@ def report(rate: float, sustained: float, kinds: dict, load: str) -> bool:
             f"{k.percentile(50):>8.1f} {k.percentile(95):>8.1f} {k.percentile(99):>8.1f} "
             f"{k.errors:>6}"
         )
-        if k.latencies and not k.percentile(95) < P95_BUDGET_MS:
+        if len(k.latencies) >= MIN_SAMPLES and not k.percentile(95) < P95_BUDGET_MS:
             within = False
-    print(f"every p95 under {P95_BUDGET_MS:.0f} ms: {'yes' if within else 'NO'}")
+    within = within and overall.percentile(95) < P95_BUDGET_MS
+    print(
+        f"p95 under {P95_BUDGET_MS:.0f} ms (all, and each endpoint with >= {MIN_SAMPLES} "
+        f"requests): {'yes' if within else 'NO'}"
+    )
     return within
 
 
@@ -182,6 +195,7 @@ def run_mixed(args, learners, targets, pool, load_average: Callable[[], str]) ->
     mix = Mix(learners, cookies, targets, pool)
     best = None
     ok = True
+    run_rate(args.port, args.clients, WARM_SECONDS, args.rates[0], mix)  # not counted
     for rate in args.rates:
         sustained, kinds = run_rate(args.port, args.clients, args.seconds, rate, mix)
         within = report(rate, sustained, kinds, load_average())
@@ -189,7 +203,7 @@ def run_mixed(args, learners, targets, pool, load_average: Callable[[], str]) ->
         if within:
             best = sustained
     if best is None:
-        print(f"\nno rate kept every p95 under {P95_BUDGET_MS:.0f} ms")
+        print(f"\nno rate kept the p95s under {P95_BUDGET_MS:.0f} ms")
     else:
         print(
             f"\ncapacity at p95 < {P95_BUDGET_MS:.0f} ms: {best:.0f} requests/s "

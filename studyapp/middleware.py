@@ -32,7 +32,7 @@ from django.contrib.messages.middleware import MessageMiddleware
 from django.core.signals import setting_changed
 from django.db import InterfaceError, OperationalError, connection
 from django.dispatch import receiver
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -78,9 +78,21 @@ def _json_parser_reads(request, view_func) -> bool:
     view_class = getattr(view_func, "cls", None)
     if not (isinstance(view_class, type) and issubclass(view_class, APIView)):
         view_class = APIView
+    meta = request.META  # the header as DRF's Request.content_type reads it
+    return _json_parser_chosen(
+        view_class, meta.get("CONTENT_TYPE", meta.get("HTTP_CONTENT_TYPE", ""))
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _json_parser_chosen(view_class: type[APIView], content_type: str) -> bool:
+    """DRF's choice for a view class and a Content-Type, made once per process for each
+    pair: it depends on nothing else (the negotiation reads the header alone)."""
     parsers = [parser() for parser in view_class.parser_classes]
     negotiation = view_class.content_negotiation_class()
-    chosen = negotiation.select_parser(Request(request, parsers=parsers), parsers)
+    stand_in = HttpRequest()
+    stand_in.META["CONTENT_TYPE"] = content_type
+    chosen = negotiation.select_parser(Request(stand_in, parsers=parsers), parsers)
     return isinstance(chosen, JSONParser)
 
 
