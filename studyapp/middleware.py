@@ -12,6 +12,12 @@
   requests at once per process, and hands freed memory back to the system after.
 - A database that does not answer is a 503 with ``Retry-After``, not a 500; so is one
   that did not answer within its timeouts, and a write that kept losing to others.
+
+And the request path's own costs, cut where a request does not need them
+(docs/benchmarks.md, "Request path"): the Content-Security-Policy header built from the
+settings once per process (``PolicyOnceCSPMiddleware``), message storage for the pages
+only (``PageMessagesMiddleware``), DRF's parser choice for the depth check made once per
+view class and Content-Type.
 """
 
 from __future__ import annotations
