@@ -7,12 +7,18 @@ seed_load`` data, when missing)::
         .venv/bin/python -m benchmarks.bench_load --learners 1000 --cards 1000
 
 It starts ``gunicorn`` (``--workers`` sync workers, ``DJANGO_DEBUG=0``) serving the
-service plus the hand-written baseline of ``benchmarks/baseline.py``, then drives each
-series with ``--clients`` keep-alive connections for ``--seconds``, tokens rotating over
-100 learners:
+service plus the hand-written baseline of ``benchmarks/baseline.py`` and the bare WSGI
+floor of ``benchmarks/floor.py`` (``benchmarks/load_wsgi.py``), then drives each series
+with ``--clients`` keep-alive connections for ``--seconds``, tokens rotating over 100
+learners:
 
-* ``baseline``: GET ``/bench/baseline-due/`` (no framework: token, today, count, page);
+* ``baseline``: GET ``/bench/baseline-due/`` (a hand-written Django view: token, today,
+  count, page);
+* ``floor due``: GET ``/bench/floor/due/`` (no framework: psycopg, hand-written SQL,
+  ``json.dumps``);
 * ``due``: GET ``/api/v1/reviews/due/`` (page of 20);
+* ``floor review``: POST ``/bench/floor/reviews/`` (the same conditional UPDATE and log
+  INSERT as ``reviews/``, bare);
 * ``review``: POST ``/api/v1/reviews/`` (a due recall card, ``pass``; each used once);
 * ``exercise create``: POST ``/api/v1/exercises/`` (a default ``attention`` exercise);
 * ``exercise submit``: POST ``/api/v1/exercises/{id}/submit/`` (a wrong answer, checked).
@@ -21,9 +27,14 @@ Rate limits are off, as the series would reach the per-learner ones; ``--user-li
 keeps the default limit of scope ``user`` (every API series but exercise create and
 submit) on, counted in Redis when ``REDIS_URL`` is set.
 
-The baseline and the due queue alternate in rounds so both see the same machine. The
-ratio of their requests/s is printed against the target of 0.8. Exit status 1 when a
-request failed or the ratio misses the target.
+The baseline, the floor and the due queue alternate in rounds so all see the same
+machine, and so do the two review series. The ratios printed: the due queue to the
+baseline (target 0.8), the due queue to the floor and a review to the floor's review
+(target 0.5 each). Exit status 1 when a request failed or a ratio misses its target.
+
+``--mixed`` runs a compressed study day instead (``benchmarks/load_mix.py``): every
+endpoint a learner uses in its share of a day, paced at each of ``--rates`` requests/s,
+printing the sustained rate and each endpoint's p50/p95/p99 per rate.
 """
 
 from __future__ import annotations
@@ -52,6 +63,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
@@ -63,6 +75,7 @@ from exercises.services import exercise_create  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 TOKENS = 100
 TARGET_RATIO = 0.8
+FLOOR_TARGET_RATIO = 0.5
 
 
 # --- data ---------------------------------------------------------------------------
@@ -70,6 +83,16 @@ TARGET_RATIO = 0.8
 
 def ensure_data(learners: int, cards: int) -> None:
     call_command("migrate", verbosity=0)
+    # The pages (the mixed profile's dashboard) name their files through the manifest.
+    if not (Path(settings.STATIC_ROOT) / "staticfiles.json").exists():
+        env = {**os.environ, "DJANGO_DEBUG": "0"}
+        env.setdefault("DJANGO_SECRET_KEY", "bench-load-" + "x" * 50)
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+            cwd=REPO,
+            env=env,
+            check=True,
+        )
     have = synthetic_users().count()
     if have < learners:
         print(f"seeding {learners} learners x {cards} cards ...", flush=True)
@@ -151,7 +174,7 @@ def start_gunicorn(port: int, workers: int, user_limit: bool = False) -> subproc
                 f"127.0.0.1:{port}",
                 "--access-logfile",
                 "-" if os.environ.get("BENCH_ACCESS_LOG") else "/dev/null",
-                "studyapp.wsgi:application",
+                "benchmarks.load_wsgi:application",
             ],
             cwd=REPO,
             env=env,
@@ -284,31 +307,48 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="keep the default per-learner limit (scope user) on: its cost is in every API series",
     )
+    parser.add_argument(
+        "--mixed",
+        action="store_true",
+        help="run the compressed study day of benchmarks/load_mix.py instead of the series",
+    )
+    parser.add_argument(
+        "--rates",
+        type=lambda text: [float(r) for r in text.split(",")],
+        default=[50.0, 100.0, 150.0, 200.0],
+        help="--mixed: the paced rates, requests/s, comma-separated",
+    )
     return parser.parse_args()
 
 
 def run_series(args, tokens: list[str], targets: list, pool: list) -> list[Series]:
-    """Every series against the running server: baseline and due queue alternating in
-    rounds, then the writes."""
+    """Every series against the running server: baseline, floor and due queue alternating
+    in rounds, the floor's review and the service's alternating, then the exercises."""
     baseline = Series("GET baseline (hand-written view)", 200)
+    floor_due = Series("GET floor due (bare WSGI)", 200)
     due = Series("GET reviews/due/", 200)
     for _ in range(args.rounds):
         baseline.run(
             args.port, args.clients, args.seconds, rotating(tokens, "GET", "/bench/baseline-due/")
         )
+        floor_due.run(
+            args.port, args.clients, args.seconds, rotating(tokens, "GET", "/bench/floor/due/")
+        )
         due.run(
             args.port, args.clients, args.seconds, rotating(tokens, "GET", "/api/v1/reviews/due/")
         )
+    floor_review = Series("POST floor reviews (bare WSGI)", 201)
     review = Series("POST reviews/", 201)
-    review.run(
-        args.port,
-        args.clients,
-        args.seconds,
-        from_pool(
-            targets,
-            lambda t: ("POST", "/api/v1/reviews/", t[0], {"card": t[1], "result": "pass"}),
-        ),
+    # Alternate cards between the two, so neither reviews a card the other has moved.
+    floor_calls = from_pool(
+        targets[0::2], lambda t: ("POST", "/bench/floor/reviews/", t[0], review_body(t))
     )
+    service_calls = from_pool(
+        targets[1::2], lambda t: ("POST", "/api/v1/reviews/", t[0], review_body(t))
+    )
+    for _ in range(args.rounds):
+        floor_review.run(args.port, args.clients, args.seconds / 2, floor_calls)
+        review.run(args.port, args.clients, args.seconds / 2, service_calls)
     create = Series("POST exercises/", 201)
     tokens_iter = rotating(tokens, "POST", "/api/v1/exercises/")
     create.run(
@@ -327,17 +367,48 @@ def run_series(args, tokens: list[str], targets: list, pool: list) -> list[Serie
             lambda e: ("POST", f"/api/v1/exercises/{e[1]}/submit/", e[0], {"answers": e[2]}),
         ),
     )
-    return [baseline, due, review, create, submit]
+    return [baseline, floor_due, due, floor_review, review, create, submit]
+
+
+def review_body(target: tuple[str, int]) -> dict:
+    return {"card": target[1], "result": "pass"}
+
+
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
 
 
 def report(args, series: list[Series], tokens: list[str]) -> bool:
-    """Prints the table and the due queue's ratio to the baseline; whether all went well."""
-    baseline, due = series[0], series[1]
+    """Prints the table and the ratios to the baseline and the floor; whether all went well."""
+    by_name = {s.name: s for s in series}
+    baseline = by_name["GET baseline (hand-written view)"]
+    floor_due, due = by_name["GET floor due (bare WSGI)"], by_name["GET reviews/due/"]
+    floor_review, review = by_name["POST floor reviews (bare WSGI)"], by_name["POST reviews/"]
     print(
         f"\ngunicorn {args.workers} sync workers, production settings, {args.clients} clients, "
         f"{args.learners:,} learners x {args.cards:,} cards, tokens over {len(tokens)} learners, "
-        f"per-learner limit {'on' if args.user_limit else 'off'}"
+        f"per-learner limit {'on' if args.user_limit else 'off'}, load average {load_average()}"
     )
+    print_table(series)
+    checks = [
+        ("due queue / baseline", due, baseline, TARGET_RATIO),
+        ("due queue / floor", due, floor_due, FLOOR_TARGET_RATIO),
+        ("review / floor review", review, floor_review, FLOOR_TARGET_RATIO),
+    ]
+    met = True
+    print()
+    for label, ours, theirs, target in checks:
+        ratio = ours.rate / theirs.rate if theirs.rate else 0.0
+        verdict = "met" if ratio >= target else "MISSED"
+        met = met and ratio >= target
+        print(f"{label} requests/s: {ratio:.2f} (target >= {target}: {verdict})")
+    return not any(s.errors for s in series) and met
+
+
+def print_table(series: list[Series]) -> None:
     print(
         f"{'series':34} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} errors"
     )
@@ -346,10 +417,6 @@ def report(args, series: list[Series], tokens: list[str]) -> bool:
             f"{s.name:34} {len(s.latencies):>9} {s.rate:>8.1f} {s.percentile(50):>8.1f} "
             f"{s.percentile(95):>8.1f} {s.percentile(99):>8.1f} {s.errors:>6}"
         )
-    ratio = due.rate / baseline.rate if baseline.rate else 0.0
-    verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
-    print(f"\ndue queue / baseline requests/s: {ratio:.2f} (target >= {TARGET_RATIO}: {verdict})")
-    return not any(s.errors for s in series) and ratio >= TARGET_RATIO
 
 
 def main() -> None:
@@ -363,11 +430,22 @@ def main() -> None:
     proc = start_gunicorn(args.port, args.workers, args.user_limit)
     try:
         wait_ready(args.port, tokens[0], proc)
-        series = run_series(args, tokens, targets, pool)
+        if args.mixed:
+            from benchmarks.load_mix import run_mixed
+
+            print(
+                f"gunicorn {args.workers} sync workers, production settings, {args.clients} "
+                f"clients, {args.learners:,} learners x {args.cards:,} cards, "
+                f"learners rotating over {len(learners)}, per-learner limit "
+                f"{'on' if args.user_limit else 'off'}"
+            )
+            ok = run_mixed(args, learners, targets, pool, load_average)
+        else:
+            ok = report(args, run_series(args, tokens, targets, pool), tokens)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    if not report(args, series, tokens):
+    if not ok:
         sys.exit(1)
 
 

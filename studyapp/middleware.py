@@ -12,6 +12,12 @@
   requests at once per process, and hands freed memory back to the system after.
 - A database that does not answer is a 503 with ``Retry-After``, not a 500; so is one
   that did not answer within its timeouts, and a write that kept losing to others.
+
+And the request path's own costs, cut where a request does not need them
+(docs/benchmarks.md, "Request path"): the Content-Security-Policy header built from the
+settings once per process (``PolicyOnceCSPMiddleware``), message storage for the pages
+only (``PageMessagesMiddleware``), DRF's parser choice for the depth check made once per
+view class and Content-Type.
 """
 
 from __future__ import annotations
@@ -19,13 +25,20 @@ from __future__ import annotations
 import codecs
 import ctypes
 import ctypes.util
+import functools
 import json
 import logging
 import threading
 
+from csp.constants import HEADER, HEADER_REPORT_ONLY
+from csp.middleware import CheckableLazyObject, CSPMiddleware
+from csp.utils import build_policy
 from django.conf import settings
+from django.contrib.messages.middleware import MessageMiddleware
+from django.core.signals import setting_changed
 from django.db import InterfaceError, OperationalError, connection
-from django.http import HttpResponse, JsonResponse
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -71,9 +84,21 @@ def _json_parser_reads(request, view_func) -> bool:
     view_class = getattr(view_func, "cls", None)
     if not (isinstance(view_class, type) and issubclass(view_class, APIView)):
         view_class = APIView
+    meta = request.META  # the header as DRF's Request.content_type reads it
+    return _json_parser_chosen(
+        view_class, meta.get("CONTENT_TYPE", meta.get("HTTP_CONTENT_TYPE", ""))
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _json_parser_chosen(view_class: type[APIView], content_type: str) -> bool:
+    """DRF's choice for a view class and a Content-Type, made once per process for each
+    pair: it depends on nothing else (the negotiation reads the header alone)."""
     parsers = [parser() for parser in view_class.parser_classes]
     negotiation = view_class.content_negotiation_class()
-    chosen = negotiation.select_parser(Request(request, parsers=parsers), parsers)
+    stand_in = HttpRequest()
+    stand_in.META["CONTENT_TYPE"] = content_type
+    chosen = negotiation.select_parser(Request(stand_in, parsers=parsers), parsers)
     return isinstance(chosen, JSONParser)
 
 
@@ -283,3 +308,75 @@ class DatabaseOutageMiddleware:
             "The database is not answering; nothing was changed. Try again shortly.",
             retry_after=DB_RETRY_AFTER_SECONDS,
         )
+
+
+# --- Work an API request does not need ------------------------------------------------
+
+
+@functools.cache
+def _default_policy(report_only: bool) -> str:
+    # Cleared when a test changes the policy settings (see _policy_settings_changed).
+    return build_policy(report_only=report_only)
+
+
+@receiver(setting_changed)
+def _policy_settings_changed(*, setting: str, **kwargs) -> None:
+    if setting.startswith("CONTENT_SECURITY_POLICY"):
+        _default_policy.cache_clear()
+
+
+class PolicyOnceCSPMiddleware(CSPMiddleware):
+    """django-csp's middleware with the settings' policy built once per process.
+
+    A response that carries no policy of its own (``csp_update``, ``csp_replace`` and
+    ``csp_override`` leave one) for a request that used no nonce gets the settings'
+    policy, which django-csp would otherwise build from the settings on every response;
+    any other response gets its policy built as django-csp builds it. Which responses
+    get the headers is django-csp's rule, unchanged.
+    """
+
+    def process_response(self, request, response):
+        if response.status_code in (500, 404) and settings.DEBUG:
+            return response  # django-csp leaves the debug pages alone
+        for report_only, header, exempt, setting in (
+            (False, HEADER, "_csp_exempt", "CONTENT_SECURITY_POLICY"),
+            (True, HEADER_REPORT_ONLY, "_csp_exempt_ro", "CONTENT_SECURITY_POLICY_REPORT_ONLY"),
+        ):
+            parts = self.get_policy_parts(request, response, report_only=report_only)
+            if parts.config is parts.update is parts.replace is parts.nonce is None:
+                policy = _default_policy(report_only)
+            else:
+                policy = build_policy(
+                    config=parts.config,
+                    update=parts.update,
+                    replace=parts.replace,
+                    nonce=parts.nonce,
+                    report_only=report_only,
+                )
+            if not policy or header in response or getattr(response, exempt, False) is not False:
+                continue
+            prefixes = (getattr(settings, setting, None) or {}).get("EXCLUDE_URL_PREFIXES") or ()
+            if not request.path_info.startswith(tuple(prefixes)):
+                response[header] = policy
+        if getattr(request, "_csp_nonce", None) is None:
+            # As django-csp: a nonce asked for after the header was written is an error.
+            request.csp_nonce = CheckableLazyObject(self._csp_nonce_post_response)
+        return response
+
+
+def _is_api_path(request) -> bool:
+    return request.path_info.startswith("/api/")
+
+
+class PageMessagesMiddleware(MessageMiddleware):
+    """Django's messages for the server-rendered pages; API requests, which never show
+    or leave a message, skip its storage."""
+
+    def process_request(self, request):
+        if not _is_api_path(request):
+            super().process_request(request)
+
+    def process_response(self, request, response):
+        if not hasattr(request, "_messages"):
+            return response
+        return super().process_response(request, response)

@@ -62,7 +62,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "studyapp.metrics.RequestLatencyMiddleware",
     # Outside the health checks and the guards, so their answers carry the policy too.
-    "csp.middleware.CSPMiddleware",
+    # django-csp's, with the settings' policy built once per process.
+    "studyapp.middleware.PolicyOnceCSPMiddleware",
     "studyapp.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -72,7 +73,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    # Django's messages for the pages; API requests skip their storage.
+    "studyapp.middleware.PageMessagesMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "studyapp.throttling.WebFormThrottleMiddleware",
     # Last, so it sees the flag the log-in views leave on a locked-out request.
@@ -140,6 +142,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     _pg_options = DATABASES["default"].setdefault("OPTIONS", {})
     _pg_base_options = _pg_options.get("options", "")
     _pg_options["connect_timeout"] = STUDY_DB_CONNECT_TIMEOUT
+    # Parameters bound by the server, not spliced into the SQL text: psycopg then prepares
+    # a statement its connection runs a fifth time, and PostgreSQL stops parsing and
+    # planning it on every request (most of a request's time in the database; see
+    # docs/benchmarks.md, "Request path"). Off (0) behind a pooler in transaction mode,
+    # which cannot keep a connection's prepared statements (docs/operations.md).
+    _pg_options["server_side_binding"] = env_bool("STUDY_DB_SERVER_SIDE_BINDING", True)
+    if _pg_options["server_side_binding"]:
+        # Django turns psycopg's preparing off unless told how often a statement must run.
+        _pg_options["prepare_threshold"] = int(os.environ.get("STUDY_DB_PREPARE_THRESHOLD", "5"))
     _pg_options["options"] = pg_session_options(
         statement_timeout_ms=STUDY_DB_JOB_STATEMENT_TIMEOUT_MS, base=_pg_base_options
     )
