@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from typing import cast
 
 from django.db.models import (
     Count,
@@ -98,7 +99,7 @@ _SCHEDULED_STATE = CompiledQuery(
 
 def scheduled_state(*, learner, card_id: int) -> ReviewState | None:
     found = _SCHEDULED_STATE.instances(learner_id=learner.pk, card_id=card_id)
-    return found[0] if found else None
+    return cast(ReviewState, found[0]) if found else None
 
 
 def decks_for(*, learner) -> QuerySet[Deck]:
