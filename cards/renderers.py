@@ -62,3 +62,30 @@ def due_items(rows: list[dict], *, exercises: Mapping[int, Any]) -> list[dict]:
             item["exercise"] = exercises.get(row["card_id"])
         items.append(item)
     return items
+
+
+def review_item(log: Any) -> dict:
+    """``ReviewSerializer``'s output for one review log entry, built directly.
+
+    A review submission's answer: a ``ModelSerializer`` builds its fields on every
+    instance, which cost a review submission about as much as its writes' Python
+    (docs/benchmarks.md, "Request path"). ``tests/cards/test_renderers.py`` holds the two
+    equal.
+    """
+    datetimes = serializers.DateTimeField(
+        default_timezone=timezone.get_current_timezone() if settings.USE_TZ else None
+    )
+    return {
+        "id": log.pk,
+        "card": log.card_id,
+        "result": log.result,
+        "reviewed_at": datetimes.to_representation(log.reviewed_at),
+        "study_day": log.study_day.isoformat(),
+        "step_before": log.step_before,
+        "step": log.step_after,
+        "interval_days": log.interval_days,
+        "due_before": log.due_before.isoformat(),
+        "due_on": log.due_after.isoformat(),
+        "undo_of": log.undo_of_id,
+        "answer_text": log.answer_text,
+    }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from typing import cast
 
 from django.db.models import (
     Count,
@@ -19,6 +20,7 @@ from django.db.models import (
 )
 
 from . import ladder
+from .db.compiled import CompiledQuery
 from .models import (
     Card,
     Deck,
@@ -79,8 +81,25 @@ def reports_of(*, learner) -> QuerySet[Report]:
     return Report.objects.filter(learner=learner).order_by("-created_at", "-id")
 
 
+def scheduled_state_query(*, learner_id: int, card_id: int) -> QuerySet[ReviewState]:
+    """The learner's scheduled state of one card, with its card (at most one row)."""
+    return ReviewState.objects.filter(
+        learner_id=learner_id, card_id=card_id, scheduled=True
+    ).select_related("card")
+
+
+# A review reads it first: compiled once per connection (``cards.db.compiled``), as the
+# due queue and the token are; the stand-ins are ids no row has.
+_SCHEDULED_STATE = CompiledQuery(
+    lambda: scheduled_state_query(learner_id=-7_919_313, card_id=-7_919_317),
+    slots={"learner_id": -7_919_313, "card_id": -7_919_317},
+    plain=scheduled_state_query,
+)
+
+
 def scheduled_state(*, learner, card_id: int) -> ReviewState | None:
-    return scheduled_states(learner=learner).select_related("card").filter(card_id=card_id).first()
+    found = _SCHEDULED_STATE.instances(learner_id=learner.pk, card_id=card_id)
+    return cast(ReviewState, found[0]) if found else None
 
 
 def decks_for(*, learner) -> QuerySet[Deck]:

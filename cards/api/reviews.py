@@ -20,7 +20,7 @@ from studyapp.common.pagination import DuePagination
 
 from .. import anki, due, selectors, services, stats
 from ..models import Card, ReviewLog
-from ..renderers import due_items
+from ..renderers import due_items, review_item
 from ..serializers import (
     DueQueueSerializer,
     NotDueSerializer,
@@ -144,7 +144,7 @@ class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
                 card=data.validated_data["card"],
                 result=data.validated_data["result"],
                 at=timezone.now(),
-                present=lambda log: ReviewSerializer(log).data,
+                present=review_item,
                 idempotency_key=key,
                 path=request.path,
                 answer_text=data.validated_data["answer_text"],
