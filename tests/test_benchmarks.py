@@ -230,3 +230,27 @@ def test_a_grading_counts_only_when_the_result_is_the_one_its_source_should_get(
     assert gone[0] is None and gone[3].startswith("GET /api/v1/labs/submissions/7/: 404")
     stuck = grade_once(ScriptedClient([queued, running]), reference, 0, give_up=0)
     assert stuck[0] is None and "still running after 0 s" in stuck[3]
+
+
+# --- the compressed study day (benchmarks/load_mix.py) ------------------------------------
+
+
+def test_a_rate_whose_writes_ran_out_does_not_count_as_capacity(capsys):
+    from benchmarks import load_mix
+
+    kinds = {name: load_mix.Kind(name, [0.005] * 30) for name, _ in load_mix.DAY}
+    assert load_mix.report(100, 100.0, kinds, "0.1 0.1 0.1") is True
+    short = dict.fromkeys(kinds, 0) | {"POST reviews/": 3}
+    assert load_mix.report(100, 100.0, kinds, "0.1 0.1 0.1", short) is False
+    assert "mix NOT served: 3 POST reviews/ drawn" in capsys.readouterr().out
+
+
+def test_the_mix_counts_writes_drawn_after_their_pool_ran_out():
+    from benchmarks import load_mix
+
+    mix = load_mix.Mix([(1, "token")], {1: "sessionid=x"}, targets=[], pool=[])
+    drawn = [mix.next()[0] for _ in range(400)]
+    # Every review and submission drawn found nothing to write and became the due queue.
+    assert "POST reviews/" not in drawn and "POST exercises/{id}/submit/" not in drawn
+    assert mix.short["POST reviews/"] > 200 and mix.short["POST exercises/{id}/submit/"] > 0
+    assert drawn.count("GET reviews/due/") >= sum(mix.short.values())
