@@ -52,7 +52,8 @@ def test_a_review_submission_answers_with_the_serializers_fields(api, learner, d
 
     services.enroll(learner=learner, deck=deck, at=timezone.now())
     state = learner.review_states.filter(card__kind="recall").first()
-    learner.review_states.update(due_on=timezone.localdate())
+    # Overdue by a day: due whatever the hour and the learner's day start.
+    learner.review_states.update(due_on=timezone.localdate() - dt.timedelta(days=2))
     response = api.post(
         "/api/v1/reviews/", {"card": state.card_id, "result": "pass"}, format="json"
     )

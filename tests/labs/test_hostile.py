@@ -241,7 +241,10 @@ def test_nothing_outside_tmp_can_be_written():
         "    return len(wrote)\n"
     )
     result = run(code)
-    assert result.returned["f"].value == 0, result.output
+    # Inside, /tmp is the run's own: a checkout under /tmp (as CI clones one) is no
+    # exception, its path there names the private tmpfs, not the project.
+    allowed = 1 if str(project_file).startswith("/tmp/") else 0
+    assert result.returned["f"].value == allowed, result.output
     assert not project_file.exists()
 
 
