@@ -7,6 +7,7 @@ async-safety guard is off here.
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -110,6 +111,35 @@ def screenshot():
         return path
 
     return take
+
+
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+
+
+@pytest.fixture(scope="session")
+def axe():
+    module = pytest.importorskip("axe_playwright_python.sync_playwright")
+    return module.Axe()
+
+
+def axe_check(axe, screenshot, page, shot: str, name: str) -> None:
+    """Save the page as it stands as ``shot``, fail on any axe violation (WCAG 2.2 AA rules)
+    and on headings that do not start at h1 or skip a level."""
+    screenshot(page, shot)
+    results = axe.run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}})
+    violations = results.response["violations"]
+    report = [
+        f"{v['id']} ({v['impact']}): {v['help']} at "
+        + "; ".join(" ".join(node["target"]) for node in v["nodes"][:5])
+        for v in violations
+    ]
+    assert not violations, f"{name} at {page.width_name} width:\n" + "\n".join(report)
+    levels = page.eval_on_selector_all(
+        "h1, h2, h3, h4, h5, h6", "hs => hs.map(h => Number(h.tagName[1]))"
+    )
+    assert levels[:1] == [1], f"{name}: the first heading is not an h1: {levels}"
+    jumps = [(a, b) for a, b in itertools.pairwise(levels) if b > a + 1]
+    assert not jumps, f"{name}: headings skip a level: {levels}"
 
 
 def wait_until(page, expression: str, timeout: float = 10.0) -> None:

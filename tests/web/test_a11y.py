@@ -7,7 +7,6 @@ each checked state is also saved as a screenshot in artifacts/screenshots/.
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 
 import numpy as np
 import pytest
@@ -20,18 +19,11 @@ from exercises.kinds import KINDS
 from exercises.models import Exercise
 from tests.web.conftest import wait_until
 
-from .conftest import log_in
+from .conftest import axe_check, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 WIDTHS = {"desktop": {"width": 1100, "height": 900}, "phone": {"width": 390, "height": 844}}
-
-
-@pytest.fixture(scope="module")
-def axe():
-    module = pytest.importorskip("axe_playwright_python.sync_playwright")
-    return module.Axe()
 
 
 @pytest.fixture(params=list(WIDTHS))
@@ -57,21 +49,7 @@ def check(axe, screenshot):
     """Run axe on the page as it stands, save a screenshot, and fail on any violation."""
 
     def run(page, name: str) -> None:
-        screenshot(page, f"a11y-{name}-{page.width_name}")
-        results = axe.run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}})
-        violations = results.response["violations"]
-        report = [
-            f"{v['id']} ({v['impact']}): {v['help']} at "
-            + "; ".join(" ".join(node["target"]) for node in v["nodes"][:5])
-            for v in violations
-        ]
-        assert not violations, f"{name} at {page.width_name} width:\n" + "\n".join(report)
-        levels = page.eval_on_selector_all(
-            "h1, h2, h3, h4, h5, h6", "hs => hs.map(h => Number(h.tagName[1]))"
-        )
-        assert levels[:1] == [1], f"{name}: the first heading is not an h1: {levels}"
-        jumps = [(a, b) for a, b in itertools.pairwise(levels) if b > a + 1]
-        assert not jumps, f"{name}: headings skip a level: {levels}"
+        axe_check(axe, screenshot, page, f"a11y-{name}-{page.width_name}", name)
 
     return run
 

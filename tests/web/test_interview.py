@@ -6,7 +6,6 @@ axe-core checks every new state."""
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import json
 
 import pytest
@@ -15,11 +14,10 @@ from django.utils import timezone
 from cards.models import Card, Deck, ReviewLog
 from cards.services import enroll
 
-from .conftest import log_in, wait_until
+from .conftest import axe_check, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 POINTS = [
     "Dot products of d_k terms have variance d_k",
@@ -65,12 +63,6 @@ def due_now(learner, interview_deck):
     return first
 
 
-@pytest.fixture(scope="module")
-def axe():
-    module = pytest.importorskip("axe_playwright_python.sync_playwright")
-    return module.Axe()
-
-
 @pytest.fixture(params=list(WIDTHS))
 def view(request, browser):
     width = request.param
@@ -94,15 +86,7 @@ def check(axe, screenshot):
     """Screenshot the page as it stands, run axe on it and fail on any violation."""
 
     def run(page, name: str) -> None:
-        screenshot(page, f"interview-{name}-{page.width_name}")
-        results = axe.run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}})
-        violations = results.response["violations"]
-        assert not violations, [(v["id"], v["nodes"][0]["target"]) for v in violations]
-        levels = page.eval_on_selector_all(
-            "h1, h2, h3, h4, h5, h6", "hs => hs.map(h => Number(h.tagName[1]))"
-        )
-        assert levels[:1] == [1], levels
-        assert not [(a, b) for a, b in itertools.pairwise(levels) if b > a + 1], levels
+        axe_check(axe, screenshot, page, f"interview-{name}-{page.width_name}", name)
 
     return run
 

@@ -8,26 +8,17 @@ database in the states the grader leaves them.
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 from labs import selectors
 from labs.models import Submission
 
-from .conftest import log_in, wait_until
+from .conftest import axe_check, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 REASON = "bubblewrap (bwrap) is not installed"
-
-
-@pytest.fixture(scope="module")
-def axe():
-    module = pytest.importorskip("axe_playwright_python.sync_playwright")
-    return module.Axe()
 
 
 def _context(browser, width: str, *, javascript: bool = True):
@@ -57,21 +48,7 @@ def check(axe, screenshot):
     """axe and the heading order on the page as it stands, nothing wider than the screen."""
 
     def run(page, name: str) -> None:
-        screenshot(page, f"a11y-lab-{name}-{page.width_name}")
-        results = axe.run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}})
-        violations = results.response["violations"]
-        report = [
-            f"{v['id']} ({v['impact']}): {v['help']} at "
-            + "; ".join(" ".join(node["target"]) for node in v["nodes"][:5])
-            for v in violations
-        ]
-        assert not violations, f"{name} at {page.width_name} width:\n" + "\n".join(report)
-        levels = page.eval_on_selector_all(
-            "h1, h2, h3, h4, h5, h6", "hs => hs.map(h => Number(h.tagName[1]))"
-        )
-        assert levels[:1] == [1], f"{name}: the first heading is not an h1: {levels}"
-        jumps = [(a, b) for a, b in itertools.pairwise(levels) if b > a + 1]
-        assert not jumps, f"{name}: headings skip a level: {levels}"
+        axe_check(axe, screenshot, page, f"a11y-lab-{name}-{page.width_name}", name)
         overflow = page.evaluate(
             "document.documentElement.scrollWidth - document.documentElement.clientWidth"
         )

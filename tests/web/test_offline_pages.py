@@ -9,7 +9,6 @@ axe-core, and saved as ``artifacts/screenshots/offline-<state>-<width>.png``.
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 
 import pytest
 from django.utils import timezone
@@ -18,11 +17,10 @@ from cards import services as card_services
 from cards.models import Card, ReviewLog, ReviewState
 from tests.web.conftest import wait_until
 
-from .conftest import log_in
+from .conftest import axe_check, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 WIDTHS = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1280, "height": 900}}
 QUEUE = "localStorage.getItem('study.review-queue.v1')"
 
@@ -43,12 +41,6 @@ def due_deck(deck, learner):
     learner.review_states.filter(card__kind=Card.Kind.EXERCISE).delete()
     learner.review_states.update(due_on=timezone.localdate() - dt.timedelta(days=1))
     return deck
-
-
-@pytest.fixture(scope="module")
-def axe():
-    module = pytest.importorskip("axe_playwright_python.sync_playwright")
-    return module.Axe()
 
 
 @pytest.fixture(params=list(WIDTHS))
@@ -74,20 +66,7 @@ def check(axe, screenshot):
     """Save a screenshot of the page as it stands and fail on any axe violation."""
 
     def run(page, name: str) -> None:
-        screenshot(page, f"offline-{name}-{page.width_name}")
-        results = axe.run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}})
-        violations = results.response["violations"]
-        report = [
-            f"{v['id']} ({v['impact']}): {v['help']} at "
-            + "; ".join(" ".join(node["target"]) for node in v["nodes"][:5])
-            for v in violations
-        ]
-        assert not violations, f"{name} at {page.width_name} width:\n" + "\n".join(report)
-        levels = page.eval_on_selector_all(
-            "h1, h2, h3, h4, h5, h6", "hs => hs.map(h => Number(h.tagName[1]))"
-        )
-        assert levels[:1] == [1], f"{name}: the first heading is not an h1: {levels}"
-        assert not [(a, b) for a, b in itertools.pairwise(levels) if b > a + 1], levels
+        axe_check(axe, screenshot, page, f"offline-{name}-{page.width_name}", name)
 
     return run
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import re
 
 import numpy as np
@@ -17,9 +16,8 @@ from cards.services import enroll
 from exercises.cells import cell_words
 from exercises.models import Exercise, Prediction
 
-from .conftest import log_in
+from .conftest import axe_check, log_in
 
-WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 QUESTION = "what does the first token (token 1) attend to?"
 
@@ -113,12 +111,6 @@ def test_the_exercise_page_asks_the_question_once_too(client, learner, due_now):
 # --- In the browser, at both widths ---------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def axe():
-    module = pytest.importorskip("axe_playwright_python.sync_playwright")
-    return module.Axe()
-
-
 @pytest.fixture(params=list(WIDTHS))
 def view(request, browser):
     width = request.param
@@ -138,14 +130,7 @@ def check(axe, screenshot):
     """Screenshot the page as it stands, run axe on it and fail on any violation."""
 
     def run(page, name: str) -> None:
-        screenshot(page, f"review-prediction-{name}-{page.width_name}")
-        results = axe.run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}})
-        violations = results.response["violations"]
-        assert not violations, [(v["id"], v["nodes"][0]["target"]) for v in violations]
-        levels = page.eval_on_selector_all(
-            "h1, h2, h3, h4, h5, h6", "hs => hs.map(h => Number(h.tagName[1]))"
-        )
-        assert not [(a, b) for a, b in itertools.pairwise(levels) if b > a + 1], levels
+        axe_check(axe, screenshot, page, f"review-prediction-{name}-{page.width_name}", name)
 
     return run
 
