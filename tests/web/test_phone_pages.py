@@ -205,10 +205,12 @@ def test_error_pages_are_site_pages_with_a_way_back(
 
 @pytest.mark.parametrize("url", ["/no/such/page/", "/explode/", "/forbidden/", "/garbled/"])
 def test_error_pages_keep_the_layout_before_the_static_files_are_collected(
-    production, learner, url
+    production, learner, url, tmp_path
 ):
     """With the hashed-name storage of production and no collectstatic run, a page that
     links its stylesheet by a hashed name fails; the error pages link the plain name."""
+    # Nothing collected, whatever a checkout's own staticfiles/ holds.
+    production.STATIC_ROOT = tmp_path
     production.STORAGES = {
         **production.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.ManifestStaticFilesStorage"},
