@@ -39,6 +39,10 @@
   var tail = Promise.resolve();
   var pendingRun = null;
   var started = false;  // a send was asked for on this page
+  // Every answer the server gave this page, by item key. A run that starts after an item
+  // was queued may send it on behalf of a later flush() (the lock is granted later than
+  // it is asked for), so each run reports all of them, not only its own.
+  var answers = {};
 
   // --- The stored queue ------------------------------------------------------------
 
@@ -177,7 +181,7 @@
   // Sends this learner's queue in order and stops at the first answer that must wait.
   function sendAll() {
     var items = mine();
-    var result = { sent: 0, waiting: items.length, answers: {} };
+    var result = { sent: 0, waiting: items.length, answers: answers };
     var chain = Promise.resolve(true);
     items.forEach(function (item) {
       chain = chain.then(function (goOn) {
@@ -185,7 +189,7 @@
         // Another tab may have sent it meanwhile.
         if (!mine().some(function (other) { return other.key === item.key; })) return true;
         return send(item).then(function (answer) {
-          result.answers[item.key] = answer;
+          answers[item.key] = answer;
           if (answer.final) result.sent += 1;
           return answer.final;
         });
@@ -205,7 +209,7 @@
       pendingRun = null;
       return withLock(sendAll);
     }).then(settled, function () {
-      return settled({ sent: 0, waiting: mine().length, answers: {} });
+      return settled({ sent: 0, waiting: mine().length, answers: answers });
     });
     pendingRun = run;
     tail = run;

@@ -254,6 +254,10 @@
     var item = queue.enqueue(entry);
     queue.flush().then(function (outcome) {
       var answer = outcome.answers[item.key];
+      // Sent by another tab meanwhile: it left the queue, and the server has it.
+      if (!answer && !queue.mine().some(function (other) { return other.key === item.key; })) {
+        answer = { status: null, body: null, final: true };
+      }
       if (!answer || !answer.final) {
         // Not sent (offline, or the server cannot take it now): it waits, and the
         // page goes on with the cards it carries.

@@ -408,3 +408,92 @@ def test_a_report_from_the_card_notes_page_waits_for_the_server(
     with page.expect_navigation():
         page.click("#report-send")
     assert learner.reports.get().text == "A formula is cut short."
+
+
+def test_a_grade_sent_by_the_page_load_send_still_moves_the_page_on(
+    live_server, page, due_deck, learner
+):
+    """The page's own on-load send waits for the queue's lock; a grade queued meanwhile is
+    sent by that run, and the grade's later send (which finds nothing left) still learns
+    the server's answer and moves on, instead of taking the page offline."""
+    page.add_init_script(
+        "navigator.locks.request('study.review-queue',"
+        " () => new Promise(release => { window.releaseQueueLock = release; }))"
+    )
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/review/")
+    first = _card_id(page)
+    page.keyboard.press("Space")
+    page.keyboard.press("2")
+    wait_until(page, f"JSON.parse({QUEUE}).length === 1")
+    page.evaluate("window.releaseQueueLock()")
+    page.wait_for_selector("text=Good: next review in")
+    assert _card_id(page) != first
+    assert page.is_hidden("#offline-status")
+    assert list(ReviewLog.objects.filter(learner=learner).values_list("card_id", flat=True)) == [
+        first
+    ]
+
+
+def test_every_send_reports_the_answers_an_earlier_run_received(
+    live_server, page, due_deck, learner
+):
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/review/")
+    card = _card_id(page)
+    answers = page.evaluate(
+        """async (card) => {
+          const queue = window.studyOffline;
+          let release;
+          const held = new Promise((done) => { release = done; });
+          await new Promise((granted) =>
+            navigator.locks.request("study.review-queue", () => { granted(); return held; }));
+          const earlier = queue.flush();  // waits for the lock
+          await new Promise((done) => setTimeout(done, 50));
+          const item = queue.enqueue({ card: card, result: "fail" });
+          const later = queue.flush();  // runs after the earlier one, which sends the item
+          release();
+          const [a, b] = await Promise.all([earlier, later]);
+          return [a.answers[item.key], b.answers[item.key]];
+        }""",
+        card,
+    )
+    assert [answer["status"] for answer in answers] == [201, 201]
+    assert all(answer["final"] for answer in answers)
+    assert ReviewLog.objects.filter(learner=learner, card_id=card).count() == 1
+
+
+def test_a_grade_another_tab_sent_meanwhile_moves_the_page_on(live_server, page, due_deck, learner):
+    page.add_init_script(
+        "navigator.locks.request('study.review-queue',"
+        " () => new Promise(release => { window.releaseQueueLock = release; }))"
+    )
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/review/")
+    first = _card_id(page)
+    page.keyboard.press("Space")
+    page.keyboard.press("2")
+    wait_until(page, f"JSON.parse({QUEUE}).length === 1")
+    # Another tab sends the answer (as its own send would: post it, then drop it).
+    other = page.context.new_page()
+    other.goto(f"{live_server.url}/profile/")
+    status = other.evaluate(
+        """async () => {
+          const [item] = JSON.parse(localStorage.getItem("study.review-queue.v1"));
+          const token = document.cookie.match(/csrftoken=([^;]+)/)[1];
+          const response = await fetch("/api/v1/reviews/", {
+            method: "POST",
+            headers: { "Content-Type": "application/json", "X-CSRFToken": token,
+                       "Idempotency-Key": item.key },
+            body: JSON.stringify({ card: item.card, result: item.result }),
+          });
+          localStorage.setItem("study.review-queue.v1", "[]");
+          return response.status;
+        }"""
+    )
+    assert status == 201
+    page.evaluate("window.releaseQueueLock()")
+    page.wait_for_selector(f"#review-card:not([data-card='{first}'])")
+    assert page.get_attribute("html", "data-offline-copy") is None
+    assert page.is_hidden("#offline-status")
+    assert ReviewLog.objects.filter(learner=learner).count() == 1
