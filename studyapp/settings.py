@@ -24,6 +24,17 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def env_number(name: str) -> float | None:
+    """A positive number from the environment, or None when unset or empty."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    value = float(raw)
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive number, not {raw!r}")
+    return value
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
@@ -207,13 +218,15 @@ STUDY_LEECH_LAPSES = int(os.environ.get("STUDY_LEECH_LAPSES", "8"))
 
 # --- Labs (docs/labs.md) -----------------------------------------------------------
 # The limits of one run of a learner's code in the sandbox (labs.grading.lab_limits);
-# code that breaks one is judged not passed, with a message naming the limit.
-STUDY_LAB_CPU_SECONDS = float(os.environ.get("STUDY_LAB_CPU_SECONDS", "5"))
-STUDY_LAB_WALL_SECONDS = float(os.environ.get("STUDY_LAB_WALL_SECONDS", "10"))
-STUDY_LAB_MEMORY_MB = int(os.environ.get("STUDY_LAB_MEMORY_MB", "512"))
-STUDY_LAB_PROCESSES = int(os.environ.get("STUDY_LAB_PROCESSES", "32"))
-STUDY_LAB_FILE_MB = int(os.environ.get("STUDY_LAB_FILE_MB", "8"))
-STUDY_LAB_OUTPUT_KB = int(os.environ.get("STUDY_LAB_OUTPUT_KB", "64"))
+# code that breaks one is judged not passed, with a message naming the limit. Unset
+# (None), each keeps labs.sandbox.Limits' default: 5 s of CPU, 10 s of wall time,
+# 512 MB, 32 processes, 8 MB files, 64 KB of output.
+STUDY_LAB_CPU_SECONDS = env_number("STUDY_LAB_CPU_SECONDS")
+STUDY_LAB_WALL_SECONDS = env_number("STUDY_LAB_WALL_SECONDS")
+STUDY_LAB_MEMORY_MB = env_number("STUDY_LAB_MEMORY_MB")
+STUDY_LAB_PROCESSES = env_number("STUDY_LAB_PROCESSES")
+STUDY_LAB_FILE_MB = env_number("STUDY_LAB_FILE_MB")
+STUDY_LAB_OUTPUT_KB = env_number("STUDY_LAB_OUTPUT_KB")
 # What a submission keeps of the printed output (characters); the rest is cut with a note.
 STUDY_LAB_OUTPUT_CHARS = int(os.environ.get("STUDY_LAB_OUTPUT_CHARS", "20000"))
 

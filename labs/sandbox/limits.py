@@ -26,7 +26,8 @@ def env_number(name: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class Limits:
-    """What one run may take. Defaults read STUDY_LAB_* environment variables."""
+    """What one run may take. These defaults are the service's; the settings'
+    ``STUDY_LAB_*`` override them one by one (``labs.grading.lab_limits``)."""
 
     cpu_seconds: int = 5  # RLIMIT_CPU of each process
     wall_seconds: float = 10.0  # the parent kills the sandbox after this
@@ -35,16 +36,5 @@ class Limits:
     file_bytes: int = 8 * 1024 * 1024  # RLIMIT_FSIZE, and the size of /tmp
     output_bytes: int = 64 * 1024  # stdout and stderr together; past it the run stops
 
-    @classmethod
-    def from_env(cls) -> Limits:
-        return cls(
-            cpu_seconds=int(env_number("STUDY_LAB_CPU_SECONDS", cls.cpu_seconds)),
-            wall_seconds=env_number("STUDY_LAB_WALL_SECONDS", cls.wall_seconds),
-            memory_bytes=int(env_number("STUDY_LAB_MEMORY_MB", cls.memory_bytes / 2**20) * 2**20),
-            processes=int(env_number("STUDY_LAB_PROCESSES", cls.processes)),
-            file_bytes=int(env_number("STUDY_LAB_FILE_MB", cls.file_bytes / 2**20) * 2**20),
-            output_bytes=int(env_number("STUDY_LAB_OUTPUT_KB", cls.output_bytes / 1024) * 1024),
-        )
 
-
-DEFAULT_LIMITS = Limits.from_env()
+DEFAULT_LIMITS = Limits()

@@ -10,10 +10,11 @@ from __future__ import annotations
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
-from labs import grading, services, tasks
+from labs import grading, sandbox, services, tasks
 from labs.models import Submission
 from labs.spec import Returned, RunResult, Verdict
 from labs.spec import TestOutcome as Outcome
+from studyapp.settings import env_number
 
 from . import require_sandbox
 from .tiny_lab import TINY, FakeSandbox, install, right, wrong
@@ -126,6 +127,40 @@ def test_the_limits_come_from_the_settings(settings):
     settings.STUDY_LAB_OUTPUT_KB = 8
     limits = grading.lab_limits()
     assert (limits.cpu_seconds, limits.memory_bytes, limits.output_bytes) == (2, 256 * 2**20, 8192)
+    # The rest keep the sandbox's own defaults.
+    default = sandbox.Limits()
+    assert (limits.wall_seconds, limits.processes, limits.file_bytes) == (
+        default.wall_seconds,
+        default.processes,
+        default.file_bytes,
+    )
+
+
+def test_unset_limits_are_the_sandbox_defaults(settings):
+    for name in ("CPU_SECONDS", "WALL_SECONDS", "MEMORY_MB", "PROCESSES", "FILE_MB", "OUTPUT_KB"):
+        setattr(settings, f"STUDY_LAB_{name}", None)
+    assert grading.lab_limits() == sandbox.Limits()
+    assert sandbox.Limits() == sandbox.Limits(
+        cpu_seconds=5,
+        wall_seconds=10.0,
+        memory_bytes=512 * 2**20,
+        processes=32,
+        file_bytes=8 * 2**20,
+        output_bytes=64 * 1024,
+    )
+
+
+def test_a_limit_in_the_environment_is_a_positive_number(monkeypatch):
+    monkeypatch.setenv("STUDY_LAB_MEMORY_MB", " 300 ")
+    assert env_number("STUDY_LAB_MEMORY_MB") == 300.0
+    monkeypatch.setenv("STUDY_LAB_MEMORY_MB", "")
+    assert env_number("STUDY_LAB_MEMORY_MB") is None
+    monkeypatch.delenv("STUDY_LAB_MEMORY_MB")
+    assert env_number("STUDY_LAB_MEMORY_MB") is None
+    for bad in ("0", "-5", "lots"):
+        monkeypatch.setenv("STUDY_LAB_MEMORY_MB", bad)
+        with pytest.raises(ValueError):
+            env_number("STUDY_LAB_MEMORY_MB")
 
 
 @pytest.mark.django_db

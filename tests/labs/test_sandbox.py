@@ -253,15 +253,6 @@ def test_a_sandbox_that_never_loaded_is_a_failure():
     assert result.failure and "No permissions to create new namespace" in result.failure
 
 
-def test_limits_read_the_environment(monkeypatch):
-    monkeypatch.setenv("STUDY_LAB_CPU_SECONDS", "3")
-    monkeypatch.setenv("STUDY_LAB_MEMORY_MB", "300")
-    monkeypatch.setenv("STUDY_LAB_OUTPUT_KB", "nonsense")
-    limits = sandbox.Limits.from_env()
-    assert limits.cpu_seconds == 3 and limits.memory_bytes == 300 * 2**20
-    assert limits.output_bytes == sandbox.Limits().output_bytes
-
-
 # --- availability -----------------------------------------------------------------
 
 
