@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 ANKI_SEED_LIMIT = 2**31 - 1
 # Part of every cached package's key: bump it when the export itself changes, so
 # packages built by the previous code are not served after a deploy.
-APKG_LAYOUT = 1
+APKG_LAYOUT = 2
 # A package not asked for in a day leaves the cache; a new deck version never waits.
 APKG_CACHE_SECONDS = 24 * 60 * 60
 
@@ -125,6 +125,16 @@ def lab_sides(card: Card) -> tuple[str, str]:
     return front, back
 
 
+def interview_sides(card: Card) -> tuple[str, str]:
+    """An interview card as a note: the question; the model answer, then its key points
+    (the list a written answer is ticked against on the review page)."""
+    points = [str(point).strip() for point in card.points or [] if str(point).strip()]
+    back = card.answer
+    if points:
+        back = f"{back}\n\n**Key points**\n\n" + "\n".join(f"- {point}" for point in points)
+    return card.prompt, back.strip()
+
+
 def deck_package(*, deck: Deck) -> genanki.Package:
     anki_deck = genanki.Deck(_stable_id(f"study-service deck {deck.slug}"), deck.title)
     anki_deck.description = markdown_to_anki(deck.description)
@@ -140,6 +150,8 @@ def deck_package(*, deck: Deck) -> genanki.Package:
                 front, back = lab_sides(card)
             except LabNotFound:  # a lab no longer offered: export the card's text
                 front, back = card.prompt, card.answer
+        elif card.kind == Card.Kind.INTERVIEW:
+            front, back = interview_sides(card)
         else:
             front, back = card.prompt, card.answer
         tags = [tag.name for tag in card.tags.all()] + [f"kind::{card.kind}"]

@@ -2,7 +2,7 @@ import datetime as dt
 
 import pytest
 
-from cards.models import Card, Deck
+from cards.models import Card, Deck, ReviewLog
 
 
 @pytest.fixture
@@ -24,3 +24,22 @@ def other_deck(db):
 
 
 START = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)  # a Monday, noon UTC
+
+
+def log_entry(learner, card, result="fail", undo_of=None, **fields) -> ReviewLog:
+    """An unsaved review of ``card`` at START, for bulk_create."""
+    day = START.date()
+    return ReviewLog(
+        learner=learner,
+        card=card,
+        reviewed_at=START,
+        study_day=day,
+        result=result,
+        step_before=0,
+        step_after=0,
+        interval_days=1,
+        due_before=day,
+        due_after=day,
+        undo_of=undo_of,
+        **fields,
+    )

@@ -93,6 +93,29 @@ def test_a_re_export_keeps_note_ids_and_the_variant(anki_deck, tmp_path):
     assert first[by_hand] == second[by_hand]
 
 
+def test_an_interview_note_carries_the_key_points_after_the_answer(anki_deck, tmp_path):
+    card = Card.objects.get(key="explain")
+    card.points = [
+        "Scores are $QK^T$ scaled by $\\sqrt{d_k}$",
+        " ",
+        "Weights sum to 1<script>alert(1)</script>",
+    ]
+    card.save()
+    notes = notes_of(open_apkg(anki.deck_apkg_cached(deck=anki_deck), tmp_path))
+    _, back, _ = notes[anki.genanki.guid_for("heads", "explain")]
+    assert back.startswith("<p>Q, K, V</p>")
+    assert "<strong>Key points</strong>" in back
+    items = back.split("<li>")[1:]
+    assert len(items) == 2  # the blank point is left out
+    assert r"\(QK^T\)" in items[0] and r"\(\sqrt{d_k}\)" in items[0]
+    assert "<script" not in back and "Weights sum to 1" in items[1]
+    # A recall card's back stays its answer alone, whatever its points field holds.
+    Card.objects.filter(key="why-scale").update(points=["not shown"])
+    (tmp_path / "again").mkdir()
+    notes = notes_of(open_apkg(anki.deck_apkg(deck=anki_deck), tmp_path / "again"))
+    assert "not shown" not in notes[anki.genanki.guid_for("heads", "why-scale")][1]
+
+
 def test_the_api_serves_the_package(api, anki_deck, tmp_path):
     response = api.get("/api/v1/decks/heads/export.apkg")
     assert response.status_code == 200

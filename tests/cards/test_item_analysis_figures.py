@@ -42,7 +42,7 @@ from exercises.models import Attempt, Exercise
 from exercises.services import exercise_create
 from tests.cards.concurrency import in_threads, post_review
 
-from .conftest import START
+from .conftest import START, log_entry
 
 pytestmark = pytest.mark.django_db
 DAY1 = START + dt.timedelta(days=1)  # the enrolled cards are due
@@ -101,24 +101,6 @@ def assert_exact() -> dict[tuple[int, int], Pair]:
     assert stored_pairs() == pairs
     assert stored_cards() == recount_cards(pairs)
     return pairs
-
-
-def log_entry(learner, card, result="fail", undo_of=None, **fields) -> ReviewLog:
-    day = START.date()
-    return ReviewLog(
-        learner=learner,
-        card=card,
-        reviewed_at=START,
-        study_day=day,
-        result=result,
-        step_before=0,
-        step_after=0,
-        interval_days=1,
-        due_before=day,
-        due_after=day,
-        undo_of=undo_of,
-        **fields,
-    )
 
 
 def review(api, card_id, result) -> dict:

@@ -25,7 +25,7 @@ from cards.services.privacy import DELETED_LEARNERS_USERNAME
 from exercises.models import Exercise
 from tests.cards.concurrency import in_threads, post_review
 
-from .conftest import START
+from .conftest import START, log_entry
 
 pytestmark = pytest.mark.django_db
 DAY1 = START + dt.timedelta(days=1)  # the enrolled cards are due
@@ -55,24 +55,6 @@ def assert_exact() -> dict[tuple[int, int], int]:
     # Zero counts are deleted by the trigger that empties them.
     assert not LapseCount.objects.filter(n=0).exists()
     return expected
-
-
-def log_entry(learner, card, result="fail", undo_of=None, **fields) -> ReviewLog:
-    day = START.date()
-    return ReviewLog(
-        learner=learner,
-        card=card,
-        reviewed_at=START,
-        study_day=day,
-        result=result,
-        step_before=0,
-        step_after=0,
-        interval_days=1,
-        due_before=day,
-        due_after=day,
-        undo_of=undo_of,
-        **fields,
-    )
 
 
 def review(api, card_id, result) -> dict:

@@ -17,11 +17,10 @@ from exercises.checking.mistakes import MISTAKES
 from exercises.kinds import KINDS, get_kind
 from exercises.models import Exercise
 
-from .conftest import log_in, wait_until
+from .conftest import assert_axe_clean, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 WIDTHS = {"phone": {"width": 390, "height": 844}, "laptop": {"width": 1280, "height": 800}}
 MIN_TARGET = 24
 MAX_TABS = 160
@@ -137,12 +136,6 @@ def open_view(browser, width: str):
     context.close()
 
 
-@pytest.fixture(scope="module")
-def axe():
-    module = pytest.importorskip("axe_playwright_python.sync_playwright")
-    return module.Axe()
-
-
 @pytest.fixture(params=list(WIDTHS))
 def view(request, browser):
     yield from open_view(browser, request.param)
@@ -206,12 +199,7 @@ def make_walk(axe, screenshot):
         screenshot(page, f"phone-{state}-{page.width_name}-full")
         assert_text_fits(page, state)
         assert_targets(page, state)
-        results = axe.run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}})
-        violations = [
-            f"{v['id']}: {v['help']} at " + "; ".join(" ".join(n["target"]) for n in v["nodes"][:4])
-            for v in results.response["violations"]
-        ]
-        assert not violations, f"{state} at {page.width_name}:\n" + "\n".join(violations)
+        assert_axe_clean(axe, page, state)
         if tab:
             tab_through(page, state)
 

@@ -27,12 +27,6 @@ from .test_phone_layout import WIDTHS, assert_ring, contrast, make_walk, open_vi
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(scope="module")
-def axe():
-    module = pytest.importorskip("axe_playwright_python.sync_playwright")
-    return module.Axe()
-
-
 @pytest.fixture(params=list(WIDTHS))
 def view(request, browser):
     yield from open_view(browser, request.param)
