@@ -1,11 +1,13 @@
-"""Reads of the labs: the catalogue's labs, and a learner's submissions."""
+"""Reads of the labs: the catalogue's labs, a learner's submissions, and their standing
+on each lab."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from .catalogue import LABS
 from .models import Submission
@@ -43,3 +45,35 @@ def submission_for(*, learner: Any, submission_id: int) -> Submission:
 def submissions_of(*, learner: Any, lab_slug: str) -> QuerySet[Submission]:
     """The learner's submissions of one lab, newest first."""
     return Submission.objects.filter(learner=learner, lab=lab_slug).order_by("-created_at", "-id")
+
+
+@dataclass(frozen=True)
+class LabProgress:
+    passed: bool  # some submission passed every test
+    failed: bool  # judged at least once, and never passed
+    pending: bool  # a submission is queued or running
+
+
+def lab_progress(*, learner) -> dict[str, LabProgress]:
+    """Each lab the learner has submitted to, by slug; a lab never tried is absent."""
+    rows = (
+        Submission.objects.filter(learner=learner)
+        .values("lab")
+        .annotate(
+            passes=Count("pk", filter=Q(passed=True)),
+            judged=Count("pk", filter=Q(status=Submission.Status.DONE)),
+            pending=Count(
+                "pk",
+                filter=Q(status__in=(Submission.Status.QUEUED, Submission.Status.RUNNING)),
+            ),
+        )
+        .order_by()
+    )
+    return {
+        row["lab"]: LabProgress(
+            passed=row["passes"] > 0,
+            failed=row["passes"] == 0 and row["judged"] > 0,
+            pending=row["pending"] > 0,
+        )
+        for row in rows
+    }

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from labs import selectors, services
 from labs.forms import SubmissionForm
 from labs.models import Submission
-from labs.progress import LabProgress, lab_progress
+from labs.selectors import LabProgress, lab_progress
 from labs.spec import Lab
 from studyapp.common.ids import parse_id
 
