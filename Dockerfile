@@ -18,7 +18,7 @@ RUN groupadd --system --gid 10001 study \
 
 # bubblewrap runs learner lab code (labs/sandbox.py, docs/labs.md); nothing else is added.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends bubblewrap \
+    && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
     && rm -rf /var/lib/apt/lists/*
 
 # Dependencies first, pinned by the lock file alone, so a code change reuses this layer.

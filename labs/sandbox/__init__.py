@@ -10,18 +10,20 @@ touching any process outside the sandbox, (4) outliving its run or leaving anyth
 for the next one, and (5) taking more CPU, memory, processes, disk or output than
 ``Limits`` allows. What it hands back is data, checked strictly here: the learner can
 claim any value it could have returned anyway, and the judge compares those values
-outside the sandbox. Kernel exploits are out of scope; containers add their own layer.
+outside the sandbox. Kernel exploits are out of scope, but the kernel's surface is cut
+down: a seccomp filter refuses the calls a lab never needs (``labs.sandbox.seccomp``).
 
 How. ``bwrap`` with every namespace unshared (no network at all, its own pids), an
 unprivileged uid inside and outside (root hands over to a throwaway uid, so the process
 limit counts), no capabilities, an empty environment, a root of its own holding only
 read-only binds of the system libraries, the interpreter and its stdlib (site-packages
-hidden), NumPy alone, and the runner; a fresh size-capped /tmp per run; rlimits for CPU,
+hidden), NumPy alone, and the runner; a seccomp filter (ptrace, keyrings, bpf, perf,
+userfaultfd, io_uring and the like refused; another ABI kills); a fresh size-capped /tmp per run; rlimits for CPU,
 memory, processes and file size; the parent kills the whole sandbox on wall time or
 on too much output. Nothing ever runs outside it: without bwrap, ``run`` raises
 ``SandboxUnavailable``.
 
-Here: ``run`` and ``unavailable``; ``limits`` holds ``Limits``; ``bwrap`` starts the
+Here: ``run`` and ``unavailable``; ``limits`` holds ``Limits``; ``seccomp`` the filter; ``bwrap`` starts the
 sandbox and collects a run; ``answer`` reads what came back; ``labs/runner.py`` is
 what runs inside.
 """

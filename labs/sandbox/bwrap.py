@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labs import runner as codec
+from labs.sandbox import seccomp
 from labs.sandbox.limits import MAX_RESULT_BYTES, Limits, SandboxUnavailable, env_number
 
 RUNNER = Path(codec.__file__).resolve()
@@ -206,6 +207,7 @@ def start(
     """Run the runner in the sandbox with ``request`` on stdin; collect everything, bounded."""
     wall = timeout if timeout is not None else limits.wall_seconds
     ids = _outer_ids()
+    filter_fd = seccomp.program_fd()  # SandboxUnavailable before anything starts
     read_results, write_results = os.pipe()
     read_info, write_info = os.pipe()
     run = Run()
@@ -214,6 +216,9 @@ def start(
         *bwrap_args(python, limits),
         "--info-fd",
         str(write_info),
+        # Loaded last, just before the runner starts: bwrap's own setup is not filtered.
+        "--seccomp",
+        str(filter_fd),
         str(python),
         "-I",
         "-S",
@@ -236,7 +241,7 @@ def start(
                     stdin=stdin,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
-                    pass_fds=(write_results, write_info),
+                    pass_fds=(write_results, write_info, filter_fd),
                     env={},
                     close_fds=True,
                     start_new_session=True,
@@ -247,7 +252,7 @@ def start(
                     stdin=stdin,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
-                    pass_fds=(write_results, write_info),
+                    pass_fds=(write_results, write_info, filter_fd),
                     env={},
                     close_fds=True,
                     start_new_session=True,
@@ -265,6 +270,7 @@ def start(
     finally:
         os.close(write_results)
         os.close(write_info)
+        os.close(filter_fd)
     try:
         _collect(
             process, {read_results: run.results, read_info: run.info}, run, limits, started + wall

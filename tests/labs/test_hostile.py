@@ -385,3 +385,55 @@ def test_nothing_is_left_for_the_next_run():
         f"    return sum(os.path.exists(os.path.join(p, 'left-{mark}')) for p in {places!r})\n"
     )
     assert run(look).returned["f"].value == 0
+
+
+def _numbers(names):
+    """The native architecture's numbers of these system calls, by name."""
+    import pyseccomp
+
+    arch = pyseccomp.system_arch()
+    return {name: pyseccomp.resolve_syscall(arch, name) for name in names}
+
+
+def test_kernel_interfaces_a_lab_never_needs_are_refused():
+    # ctypes reaches any system call once the import hook is gone: the filter must hold.
+    refused = _numbers(
+        ["ptrace", "keyctl", "add_key", "bpf", "perf_event_open", "userfaultfd",
+         "io_uring_setup", "process_vm_readv", "personality", "syslog", "get_mempolicy"]
+    )  # fmt: skip
+    allowed = _numbers(["getppid"])
+    code = UNHOOK + (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def call(number):\n"
+        "    ctypes.set_errno(0)\n"
+        "    result = libc.syscall(number, 0, 0, 0, 0, 0)\n"
+        "    return (result, ctypes.get_errno())\n"
+        "def f(numbers):\n"
+        "    return tuple(call(n) for n in numbers)\n"
+    )
+    numbers = [*refused.values(), *allowed.values()]
+    result = run(code, [Call("f", "f", args=(tuple(numbers),))])
+    answers = result.returned["f"].value
+    assert answers is not None, result
+    got = dict(zip([*refused, *allowed], answers, strict=True))
+    assert {name: got[name] for name in refused} == {name: (-1, 1) for name in refused}  # EPERM
+    assert got["getppid"] == (1, 0)  # bwrap's pid 1, unfiltered
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the 32-bit entry is x86-64's")
+def test_a_call_through_the_32_bit_entry_kills_the_process():
+    # mov eax, 20 (getpid on i386); int 0x80; ret -- past a filter written for x86-64's
+    # numbers, were it not for the architecture check.
+    code = UNHOOK + (
+        "import ctypes, mmap\n"
+        "page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+        "page.write(bytes([0xB8, 20, 0, 0, 0, 0xCD, 0x80, 0xC3]))\n"
+        "address = ctypes.addressof(ctypes.c_char.from_buffer(page))\n"
+        "entry = ctypes.CFUNCTYPE(ctypes.c_int)(address)\n"
+        "def f():\n"
+        "    return entry()\n"
+    )
+    result = run(code)
+    assert not_passed(result), result
+    assert result.returned["f"].error == "The process ended abruptly: signal SIGSYS.", result

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from labs import runner as codec
 from labs import sandbox
-from labs.sandbox import answer, bwrap
+from labs.sandbox import answer, bwrap, seccomp
 from labs.spec import Call, Returned
 from tests.labs import require_sandbox
 
@@ -414,3 +414,52 @@ def test_output_keeps_unicode_and_stderr():
     result = sandbox.run(code, [Call("a", "f")])
     assert result.returned == {"a": Returned(value=1)}
     assert "softmax → ✓" in result.output and "warned" in result.output
+
+
+# --- the seccomp filter -----------------------------------------------------------
+
+
+def test_every_denied_call_is_a_real_system_call_named_once():
+    import pyseccomp
+
+    names = seccomp.denied_calls()
+    assert len(names) == len(set(names))
+    unknown = [name for name in names if pyseccomp.resolve_syscall(pyseccomp.Arch.X86_64, name) < 0]
+    assert unknown == []  # a typo would leave the call allowed
+
+
+def test_the_filter_refuses_with_eperm_and_kills_other_architectures():
+    seccomp.program.cache_clear()
+    compiled = seccomp.program()
+    # struct sock_filter, 8 bytes each: {u16 code, u8 jt, u8 jf, u32 k}, little-endian.
+    instructions = [compiled[i : i + 8] for i in range(0, len(compiled), 8)]
+    assert len(compiled) % 8 == 0 and len(instructions) > len(seccomp.denied_calls())
+    ret = (0x06).to_bytes(2, "little") + b"\0\0"  # BPF_RET | BPF_K
+    assert ret + (0x80000000).to_bytes(4, "little") in instructions  # SECCOMP_RET_KILL_PROCESS
+    assert ret + (0x00050000 | 1).to_bytes(4, "little") in instructions  # RET_ERRNO | EPERM
+    assert ret + (0x7FFF0000).to_bytes(4, "little") in instructions  # RET_ALLOW, the default
+    fd = seccomp.program_fd()
+    try:
+        assert os.read(fd, len(compiled) + 1) == compiled
+    finally:
+        os.close(fd)
+
+
+def test_without_libseccomp_there_is_no_sandbox(monkeypatch, fresh_check):
+    import sys
+
+    seccomp.program.cache_clear()
+    monkeypatch.setitem(sys.modules, "pyseccomp", None)  # import raises ImportError
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("nothing may start without the filter")
+
+    monkeypatch.setattr(subprocess, "Popen", forbidden)
+    try:
+        reason = sandbox.unavailable() if shutil.which("bwrap") else None
+        if reason is not None:
+            assert reason.startswith("libseccomp is not available")
+        with pytest.raises(sandbox.SandboxUnavailable, match=r"libseccomp|bubblewrap"):
+            sandbox.run("def f():\n    return 1\n", [Call("a", "f")])
+    finally:
+        seccomp.program.cache_clear()
