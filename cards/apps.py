@@ -21,6 +21,12 @@ def review_page_url() -> str:
     return reverse("review")
 
 
+def restore_count_triggers(sender, using, **kwargs) -> None:
+    from .db.count_checks import restore_dropped_sqlite_triggers
+
+    restore_dropped_sqlite_triggers(using=using)
+
+
 class CardsConfig(AppConfig):
     name = "cards"
     verbose_name = "Study cards"
@@ -36,6 +42,13 @@ class CardsConfig(AppConfig):
             sync_default_schedule_on_migrate,
             sender=self,
             dispatch_uid="cards.beat.sync_default_schedule",
+        )
+        # SQLite drops a table's triggers when a migration rebuilds the table: the count
+        # triggers are put back, and their tables recounted, after every migrate.
+        post_migrate.connect(
+            restore_count_triggers,
+            sender=self,
+            dispatch_uid="cards.db.count_checks.restore_dropped_sqlite_triggers",
         )
         # The exercise pages submit here and link back to the review page.
         register(
