@@ -35,7 +35,7 @@ class CardsConfig(AppConfig):
         from . import signals  # noqa: F401
         from .beat import sync_default_schedule_on_migrate
         from .services.exercise_reviews import bound_card_id
-        from .services.lab_reviews import lab_graded, lab_submitted
+        from .services.lab_reviews import lab_due, lab_graded, lab_review_of, lab_submitted
 
         # Default beat schedules reach the database on every migrate (missing ones only).
         post_migrate.connect(
@@ -59,4 +59,8 @@ class CardsConfig(AppConfig):
             )
         )
         # A lab submission binds and records the review of its lab card (labs.reviews).
-        lab_reviews.register(lab_reviews.ReviewSide(submitted=lab_submitted, graded=lab_graded))
+        lab_reviews.register(
+            lab_reviews.ReviewSide(
+                submitted=lab_submitted, graded=lab_graded, due=lab_due, review_of=lab_review_of
+            )
+        )

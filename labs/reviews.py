@@ -14,6 +14,11 @@ in ``cards.apps``), and the lab services call it:
   submission (``done``; ``passed`` true or false) or a sandbox fault (``failed``;
   ``passed`` None): the study core records the bound review, or frees the binding so
   the next submission counts.
+- ``due(learner, lab_slug, at)``: whether a card of that lab waits in the learner's
+  review today with no submission bound to it yet (the lab page says the next
+  submission records it);
+- ``review_of(submission_id)``: the result of the review a submission recorded,
+  ``"pass"`` or ``"fail"``, or None (the result says so, with the way back to the review).
 
 Without a registered side (``labs`` alone, without the study core) nothing is recorded.
 """
@@ -30,12 +35,18 @@ def _nothing(*args: Any, **kwargs: Any) -> None:
     return None
 
 
+def _never(*args: Any, **kwargs: Any) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class ReviewSide:
     """What the study core provides to the lab services."""
 
     submitted: Callable[..., object] = _nothing
     graded: Callable[..., object] = _nothing
+    due: Callable[..., bool] = _never
+    review_of: Callable[..., str | None] = _nothing
 
 
 _side = ReviewSide()
@@ -58,3 +69,11 @@ def submitted(*, learner: Any, lab_slug: str, submission_id: int, at: dt.datetim
 
 def graded(*, submission_id: int, passed: bool | None, at: dt.datetime) -> None:
     _side.graded(submission_id=submission_id, passed=passed, at=at)
+
+
+def due(*, learner: Any, lab_slug: str, at: dt.datetime) -> bool:
+    return bool(_side.due(learner=learner, lab_slug=lab_slug, at=at))
+
+
+def review_of(*, submission_id: int) -> str | None:
+    return _side.review_of(submission_id=submission_id)

@@ -16,9 +16,10 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
-from labs import selectors, services
+from labs import reviews, selectors, services
 from labs.forms import SubmissionForm
 from labs.models import Submission
 from labs.selectors import LabProgress, lab_progress
@@ -124,8 +125,13 @@ def result_context(submission: Submission | None) -> dict[str, Any] | None:
             f"Failed: {failing} of {len(tests)} test{'s' if len(tests) != 1 else ''} did not pass."
         )
     output = submission.output or ""
+    review = (
+        reviews.review_of(submission_id=submission.pk) if status == Submission.Status.DONE else None
+    )
     return {
         "submission": submission,
+        # The review of a lab card this submission recorded: "pass", "fail" or None.
+        "review": review,
         "state": state,
         "pending": status in PENDING,
         "headline": headline,
@@ -165,6 +171,8 @@ def _render_lab(
         "history": _history(request, lab),
         "current": submission,
         "tzname": _tzname(request),
+        # A card of this lab waits in today's review: the next submission records it.
+        "review_due": reviews.due(learner=request.user, lab_slug=lab.slug, at=timezone.now()),
     }
     return render(request, "labs/lab_detail.html", context, status=status)
 

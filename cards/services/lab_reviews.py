@@ -7,6 +7,8 @@ study core decides which submission counts and records the review.
 - ``lab_submitted``: a new submission is bound (``LabBinding``) to each card of that lab
   in the learner's due queue that has no binding yet that study day. One binding per
   learner, card and day: a second submission the same day is practice.
+- ``lab_due`` and ``lab_review_of``: what the lab page says of the review (the next
+  submission records it; this one recorded Good or Again).
 - ``lab_graded``: a judged submission records its bound card's review, ``pass`` exactly
   when it passed, once (the binding keeps the review), and only while the card is still
   in the queue and not reviewed since it was bound. A submission the sandbox could not
@@ -57,6 +59,27 @@ def lab_submitted(*, learner: Any, lab_slug: str, submission_id: int, at: dt.dat
     # A concurrent first submission may bind the same card: the unique constraint keeps one.
     LabBinding.objects.bulk_create(fresh, ignore_conflicts=True)
     return len(fresh)
+
+
+def lab_due(*, learner: Any, lab_slug: str, at: dt.datetime) -> bool:
+    """A card of this lab waits in the learner's review today, no submission bound to it."""
+    today = selectors.learner_today(learner=learner, at=at)
+    bound = LabBinding.objects.filter(learner=learner, study_day=today).values("card_id")
+    return (
+        queue_states(learner=learner, today=today)
+        .filter(card__kind=Card.Kind.LAB, card__lab=lab_slug)
+        .exclude(card_id__in=bound)
+        .exists()
+    )
+
+
+def lab_review_of(*, submission_id: int) -> str | None:
+    """The result of the review this submission recorded ("pass" or "fail"), or None."""
+    return (
+        LabBinding.objects.filter(submission_id=submission_id, review__isnull=False)
+        .values_list("review__result", flat=True)
+        .first()
+    )
 
 
 def lab_graded(*, submission_id: int, passed: bool | None, at: dt.datetime) -> list[ReviewLog]:

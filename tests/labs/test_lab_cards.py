@@ -332,3 +332,53 @@ def test_my_submissions_are_in_my_export_and_go_with_my_account(
 
     learner.delete()
     assert not Submission.objects.exists() and not LabBinding.objects.exists()
+
+
+def test_the_lab_page_says_when_a_submission_reviews_the_card(
+    client, learner, lab_deck, sandbox, django_capture_on_commit_callbacks
+):
+    client.force_login(learner)
+    with time_machine.travel(START, tick=False):
+        client.post("/api/v1/decks/labs-deck/enroll/")
+        assert "lab-review-due" not in client.get("/labs/tiny/").content.decode()  # not yet due
+
+    def submit_on_page() -> str:
+        with time_machine.travel(DUE, tick=False):
+            with django_capture_on_commit_callbacks(execute=True):
+                response = client.post("/labs/tiny/", {"code": CODE})
+            assert response.status_code == 302
+            return client.get(response["Location"]).content.decode()
+
+    with time_machine.travel(DUE, tick=False):
+        page = client.get("/labs/tiny/").content.decode()
+    assert "This lab is due in your review today" in page
+    first = submit_on_page()
+    assert "This submission recorded your review of this lab: <strong>Good</strong>" in first
+    assert 'href="/review/">Continue reviewing</a>' in first
+    assert "lab-review-due" not in first  # recorded: nothing waits any more
+    # A second submission the same day is practice, and says nothing of the review.
+    sandbox.reply = wrong
+    second = submit_on_page()
+    assert "Failed:" in second and 'id="lab-review"' not in second
+    # The polled result of the first still says what it recorded.
+    first_id = LabBinding.objects.get(learner=learner).submission_id
+    with time_machine.travel(DUE, tick=False):
+        polled = client.get(f"/labs/tiny/submissions/{first_id}/result/").content.decode()
+    assert "recorded your review of this lab: <strong>Good</strong>" in polled
+
+
+def test_a_failed_first_submission_says_again(
+    client, learner, lab_deck, sandbox, django_capture_on_commit_callbacks
+):
+    client.force_login(learner)
+    with time_machine.travel(START, tick=False):
+        client.post("/api/v1/decks/labs-deck/enroll/")
+    sandbox.reply = wrong
+    with time_machine.travel(DUE, tick=False):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post("/labs/tiny/", {"code": CODE})
+        page = client.get(response["Location"]).content.decode()
+    assert "recorded your review of this lab: <strong>Again</strong>" in page
+    # Without the study core's side (labs alone), a lab page says nothing of reviews.
+    assert reviews.ReviewSide().due(learner=learner, lab_slug="tiny", at=DUE) is False
+    assert reviews.ReviewSide().review_of(submission_id=1) is None

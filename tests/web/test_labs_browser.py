@@ -135,6 +135,37 @@ def test_the_list_and_each_state_of_a_lab_pass_axe(live_server, view, check, lea
     check(view, "list-tried")
 
 
+def test_a_lab_due_in_the_review_and_its_recorded_review_pass_axe(
+    live_server, view, check, learner, lab
+):
+    from django.utils import timezone
+
+    from cards import selectors as card_selectors
+    from cards import services as card_services
+    from cards.models import Card, Deck, ReviewState
+    from cards.services.lab_reviews import lab_graded, lab_submitted
+
+    deck = Deck.objects.create(slug="lab-deck", title="Lab deck")
+    Card.objects.create(deck=deck, kind="lab", lab=lab.slug, prompt="Write it.")
+    now = timezone.now()
+    card_services.enroll(learner=learner, deck=deck, at=now)
+    today = card_selectors.learner_today(learner=learner, at=now)
+    ReviewState.objects.filter(learner=learner).update(due_on=today)
+    log_in(view.context, live_server, learner)
+    view.goto(f"{live_server.url}/labs/{lab.slug}/")
+    view.wait_for_selector("#lab-review-due")
+    check(view, "review-due")
+    submission = passed_result(learner, lab)
+    lab_submitted(learner=learner, lab_slug=lab.slug, submission_id=submission.pk, at=now)
+    lab_graded(submission_id=submission.pk, passed=True, at=now)
+    view.goto(f"{live_server.url}/labs/{lab.slug}/submissions/{submission.pk}/")
+    view.wait_for_selector("#lab-review")
+    assert view.locator("#lab-review-due").count() == 0
+    check(view, "review-recorded")
+    view.get_by_role("link", name="Continue reviewing").click()
+    view.wait_for_url(f"{live_server.url}/review/")
+
+
 def test_the_unavailable_sandbox_passes_axe_and_keeps_the_code(
     live_server, view, check, learner, lab, sandbox_down
 ):
