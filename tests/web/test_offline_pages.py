@@ -410,22 +410,30 @@ def test_a_report_from_the_card_notes_page_waits_for_the_server(
     assert learner.reports.get().text == "A formula is cut short."
 
 
-def test_a_grade_sent_by_the_page_load_send_still_moves_the_page_on(
-    live_server, page, due_deck, learner
-):
-    """The page's own on-load send waits for the queue's lock; a grade queued meanwhile is
-    sent by that run, and the grade's later send (which finds nothing left) still learns
-    the server's answer and moves on, instead of taking the page offline."""
+def _grade_good_while_the_queue_is_held(page, live_server, learner) -> int:
+    """Open /review/ with the queue's lock held from before the page's scripts run (so the
+    page's on-load send waits on it), grade the card Good with the keys, and wait until
+    the grade is queued; ``window.releaseQueueLock()`` lets the sends go. The card's id."""
     page.add_init_script(
         "navigator.locks.request('study.review-queue',"
         " () => new Promise(release => { window.releaseQueueLock = release; }))"
     )
     log_in(page.context, live_server, learner)
     page.goto(f"{live_server.url}/review/")
-    first = _card_id(page)
+    card = _card_id(page)
     page.keyboard.press("Space")
     page.keyboard.press("2")
     wait_until(page, f"JSON.parse({QUEUE}).length === 1")
+    return card
+
+
+def test_a_grade_sent_by_the_page_load_send_still_moves_the_page_on(
+    live_server, page, due_deck, learner
+):
+    """The page's own on-load send waits for the queue's lock; a grade queued meanwhile is
+    sent by that run, and the grade's later send (which finds nothing left) still learns
+    the server's answer and moves on, instead of taking the page offline."""
+    first = _grade_good_while_the_queue_is_held(page, live_server, learner)
     page.evaluate("window.releaseQueueLock()")
     page.wait_for_selector("text=Good: next review in")
     assert _card_id(page) != first
@@ -464,16 +472,7 @@ def test_every_send_reports_the_answers_an_earlier_run_received(
 
 
 def test_a_grade_another_tab_sent_meanwhile_moves_the_page_on(live_server, page, due_deck, learner):
-    page.add_init_script(
-        "navigator.locks.request('study.review-queue',"
-        " () => new Promise(release => { window.releaseQueueLock = release; }))"
-    )
-    log_in(page.context, live_server, learner)
-    page.goto(f"{live_server.url}/review/")
-    first = _card_id(page)
-    page.keyboard.press("Space")
-    page.keyboard.press("2")
-    wait_until(page, f"JSON.parse({QUEUE}).length === 1")
+    first = _grade_good_while_the_queue_is_held(page, live_server, learner)
     # Another tab sends the answer (as its own send would: post it, then drop it).
     other = page.context.new_page()
     other.goto(f"{live_server.url}/profile/")
