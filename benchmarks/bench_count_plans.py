@@ -22,7 +22,6 @@ during the log series, so the figures show LapseCount alone.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -31,13 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.pg import ensure_database, sql  # noqa: E402
-
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_count_plans")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
-os.environ.setdefault("LOG_LEVEL", "WARNING")
-os.environ.setdefault("DJANGO_DEBUG", "0")
-os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
+from benchmarks.pg import prepare, sql  # noqa: E402
 
 LEARNERS = 2000
 CARDS = 1000
@@ -163,12 +156,7 @@ def main() -> None:
     if not 0 < args.bulk <= LEARNERS * STATE_CARDS:
         parser.error(f"--bulk must be between 1 and {LEARNERS * STATE_CARDS}")
 
-    ensure_database("bench_count_plans")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+    prepare("bench_count_plans")
     seed()
     print(
         f"{LEARNERS} learners, {CARDS} cards, {LEARNERS * STATE_CARDS} review states; "

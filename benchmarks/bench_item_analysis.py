@@ -24,7 +24,6 @@ stay constant and how the time grows with the log.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -33,13 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.pg import ensure_database, sql  # noqa: E402
-
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_item_analysis")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
-os.environ.setdefault("LOG_LEVEL", "WARNING")
-os.environ.setdefault("DJANGO_DEBUG", "0")
-os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
+from benchmarks.pg import prepare, sql  # noqa: E402
 
 MISTAKE_CODES = ["no_scale", "scale_by_d_model", "no_mask", "mask_after_softmax"]
 KINDS = ["attention", "causal", "projection", "multi_head"]
@@ -320,12 +313,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    ensure_database("bench_item_analysis")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+    prepare("bench_item_analysis")
     from django.conf import settings
 
     settings.DEBUG = False

@@ -31,6 +31,22 @@ def ensure_database(script: str) -> None:
             admin.execute(f'CREATE DATABASE "{cfg["NAME"]}"')
 
 
+def prepare(name: str) -> None:
+    """Set up Django for a PostgreSQL benchmark on its own database ``name`` (unless
+    ``DATABASE_URL`` names another), created when missing and migrated."""
+    os.environ.setdefault("DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{name}")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.setdefault("DJANGO_DEBUG", "0")
+    os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
+    ensure_database(name)
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+
+
 def sql(statement: str, params=()) -> int:
     """Run one statement on Django's connection; returns the rows it touched."""
     from django.db import connection
