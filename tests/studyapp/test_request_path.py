@@ -106,6 +106,34 @@ def test_pages_keep_sessions_csrf_and_messages(learner):
     assert "New exercise" not in client.get(made["Location"]).content.decode()  # shown once
 
 
+def test_every_page_sets_the_csrf_cookie_and_later_requests_keep_it(learner, deck):
+    # A page with no form (the landing page) still sets the cookie, so the requests a
+    # browser sends at once after it (the page and the offline worker's copies) all
+    # carry one secret instead of each making its own.
+    client = Client(enforce_csrf_checks=True)
+    landing = client.get("/")
+    assert landing.status_code == 200 and "<form" not in landing.content.decode()
+    token = landing.cookies["csrftoken"].value
+    client.force_login(learner)
+    for path in ("/", "/review/", "/profile/"):
+        response = client.get(path, headers={"X-Study-Precache": "1"})
+        assert response.status_code == 200, path
+        # Django sends the cookie again to renew its age, never with a new secret.
+        sent = response.cookies.get("csrftoken")
+        assert sent is None or sent.value == token, path
+    enrol = client.post(f"/decks/{deck.slug}/enroll/", {"csrfmiddlewaretoken": token})
+    assert enrol.status_code == 302
+    assert learner.review_states.count() == 3
+
+
+def test_answers_that_are_not_pages_set_no_csrf_cookie(learner, deck):
+    client = Client()
+    assert "csrftoken" not in client.get("/healthz").cookies
+    assert "csrftoken" not in client.get("/sw.js").cookies
+    client.force_login(learner)
+    assert "csrftoken" not in client.get("/api/v1/decks/").cookies
+
+
 def test_message_storage_is_made_for_pages_only():
     middleware = PageMessagesMiddleware(lambda request: HttpResponse())
     page = RequestFactory().get("/exercises/")

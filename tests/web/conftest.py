@@ -67,6 +67,27 @@ def log_in(context, live_server, user) -> None:
     )
 
 
+def _refuse_as_offline(route) -> None:
+    route.abort("internetdisconnected")
+
+
+def go_offline(context) -> None:
+    """Take a browser context offline: Chromium's offline emulation, and the API refused
+    as an offline browser would refuse it.
+
+    The emulation alone lets through, now and then, a request that the page sends while
+    a freshly activated service worker passes it on (microsoft/playwright#2311); the
+    route makes every API call fail as the learner's offline phone would.
+    """
+    context.set_offline(True)
+    context.route("**/api/**", _refuse_as_offline)
+
+
+def go_online(context) -> None:
+    context.unroute("**/api/**", _refuse_as_offline)
+    context.set_offline(False)
+
+
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():

@@ -11,7 +11,6 @@ import re
 import numpy as np
 import pytest
 import time_machine
-from django.test import Client
 from django.utils import timezone
 
 from cards.models import Card, ReviewLog
@@ -19,6 +18,8 @@ from exercises import engine
 from exercises import services as exercise_services
 from exercises.cells import cell_words
 from exercises.models import Exercise
+
+from .conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -107,19 +108,11 @@ def test_learner_journey(live_server, page, deck, screenshot):
         page.wait_for_selector("text=All done for today")
 
 
-def _log_in(context, live_server, user) -> None:
-    client = Client()
-    client.force_login(user)
-    context.add_cookies(
-        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
-    )
-
-
 def test_every_page_at_phone_width(live_server, phone, deck, learner, screenshot):
     base = live_server.url
     phone.goto(f"{base}/")
     screenshot(phone, "phone-landing")
-    _log_in(phone.context, live_server, learner)
+    log_in(phone.context, live_server, learner)
     phone.goto(f"{base}/")
     phone.get_by_role("button", name="Enrol in Attention basics").click()
     phone.wait_for_url(f"{base}/")
@@ -143,7 +136,7 @@ def test_every_page_at_phone_width(live_server, phone, deck, learner, screenshot
 
 def test_a_wrong_cell_is_marked_for_eyes_and_screen_readers(live_server, page, learner, screenshot):
     base = live_server.url
-    _log_in(page.context, live_server, learner)
+    log_in(page.context, live_server, learner)
     # A wrong answer on a practice exercise: the wrong cell is marked.
     practice = exercise_services.exercise_create(
         owner=learner, kind="attention", params={"n": 2, "seed": 7}
@@ -168,7 +161,7 @@ def test_playground_updates_live(live_server, page, learner, screenshot):
     from playwright.sync_api import expect
 
     base = live_server.url
-    _log_in(page.context, live_server, learner)
+    log_in(page.context, live_server, learner)
     # The playground: pick a preset, then toggle the causal mask and watch the weights.
     page.goto(f"{base}/playground/")
     page.get_by_role("button", name="A / B / C, identity").click()

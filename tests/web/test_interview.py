@@ -14,7 +14,7 @@ from django.utils import timezone
 from cards.models import Card, Deck, ReviewLog
 from cards.services import enroll
 
-from .conftest import axe_check, log_in, wait_until
+from .conftest import axe_check, go_offline, go_online, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -165,7 +165,7 @@ def test_the_written_answer_waits_offline_and_goes_out_with_its_grade(
     page.goto(f"{base}/review/")
     page.get_by_label("Your answer, as you would give it in the interview").fill("Offline draft")
     page.get_by_text("Show answer").click()
-    page.context.set_offline(True)
+    go_offline(page.context)
     page.get_by_role("button", name="Good").click()
     page.wait_for_selector("#offline-status:not([hidden])")
     queued = page.evaluate("JSON.parse(localStorage.getItem('study.review-queue.v1'))")
@@ -173,7 +173,7 @@ def test_the_written_answer_waits_offline_and_goes_out_with_its_grade(
         (due_now.pk, "Offline draft")
     ]
     assert not ReviewLog.objects.exists()
-    page.context.set_offline(False)
+    go_online(page.context)
     page.evaluate("window.dispatchEvent(new Event('online'))")
     wait_until(page, "JSON.parse(localStorage.getItem('study.review-queue.v1')).length === 0")
     log = ReviewLog.objects.get(learner=learner, card=due_now)

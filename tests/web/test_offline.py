@@ -17,9 +17,8 @@ from django.utils import timezone
 
 from cards import services as card_services
 from cards.models import Card, ReviewLog, ReviewState
-from tests.web.conftest import wait_until
 
-from .conftest import log_in
+from .conftest import go_offline, go_online, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -61,7 +60,7 @@ def test_answers_given_offline_are_queued_and_sent_once(live_server, page, due_d
     page.goto(f"{live_server.url}/review/")
     assert page.inner_text("#review-progress") == "Card 1 of 3"
 
-    page.context.set_offline(True)
+    go_offline(page.context)
     first = _grade_good(page)
     page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
     assert page.inner_text("#review-progress") == "Card 2 of 3"
@@ -73,7 +72,7 @@ def test_answers_given_offline_are_queued_and_sent_once(live_server, page, due_d
     assert [item["card"] for item in queued] == [first, second]
     assert all(item["key"] for item in queued)
 
-    page.context.set_offline(False)
+    go_online(page.context)
     page.wait_for_selector("#offline-status:has-text('All answers given offline have been sent')")
     logs = ReviewLog.objects.filter(learner=learner)
     assert sorted(logs.values_list("card_id", flat=True)) == sorted([first, second])

@@ -15,9 +15,8 @@ from django.utils import timezone
 
 from cards import services as card_services
 from cards.models import Card, ReviewLog, ReviewState
-from tests.web.conftest import wait_until
 
-from .conftest import axe_check, log_in
+from .conftest import axe_check, go_offline, go_online, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -113,7 +112,7 @@ def test_the_review_page_loads_offline_after_a_first_visit(
     page = view
     _open_review_kept(page, live_server, learner)
     first = _card_id(page)
-    page.context.set_offline(True)
+    go_offline(page.context)
     page.reload()
     # Served by the worker from its cache, with its styles and scripts.
     assert page.get_attribute("html", "data-offline-copy") == "1"
@@ -144,7 +143,7 @@ def test_the_review_page_loads_offline_after_a_first_visit(
     assert page.inner_text("h1") == "You are offline"
     check(page, "page-never-opened")
 
-    page.context.set_offline(False)
+    go_online(page.context)
     page.goto(f"{live_server.url}/review/")
     page.wait_for_selector("#review-card:visible")
     assert ReviewLog.objects.filter(learner=learner).count() == 1
@@ -181,7 +180,7 @@ def test_answers_queued_offline_are_sent_once_from_the_dashboard(
     page = view
     _open_review_kept(page, live_server, learner)
     assert _nav_badge(page) == "3"
-    page.context.set_offline(True)
+    go_offline(page.context)
     first = _grade_good(page)
     page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
     second = _grade_good(page)
@@ -195,7 +194,7 @@ def test_answers_queued_offline_are_sent_once_from_the_dashboard(
     check(page, "dashboard-offline")
     assert not ReviewLog.objects.filter(learner=learner).exists()
 
-    page.context.set_offline(False)
+    go_online(page.context)
     page.goto(f"{live_server.url}/")
     wait_until(page, f"{QUEUE} === '[]'")
     page.wait_for_selector("#nav-due:text-is('1')")
@@ -305,7 +304,7 @@ def test_controls_wait_for_the_server_with_a_message(live_server, view, due_deck
 
     # Offline, the next grade waits and the page goes on with a card it carries; the
     # failed send is what tells the page (navigator.onLine may never change).
-    page.context.set_offline(True)
+    go_offline(page.context)
     _grade_good(page)
     page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
     page.wait_for_selector("#controls-status:has-text('You are offline')")
@@ -327,7 +326,7 @@ def test_controls_wait_for_the_server_with_a_message(live_server, view, due_deck
     check(page, "controls-offline")
     assert ReviewLog.objects.filter(learner=learner).count() == 1
 
-    page.context.set_offline(False)
+    go_online(page.context)
     page.wait_for_selector("#controls-status:has-text('Back online')", timeout=20_000)
     page.wait_for_selector("#offline-status:has-text('All answers given offline have been sent')")
     for selector in ["#bury-button", "#suspend-button", "#report-send"]:
