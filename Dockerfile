@@ -16,7 +16,7 @@ RUN groupadd --system --gid 10001 study \
     && useradd --system --uid 10001 --gid study --home-dir /app --no-create-home \
        --shell /usr/sbin/nologin study
 
-# bubblewrap runs learner lab code (labs/sandbox.py, docs/labs.md); nothing else is added.
+# bubblewrap runs learner lab code (labs/sandbox/, docs/labs.md); nothing else is added.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
     && rm -rf /var/lib/apt/lists/*

@@ -12,7 +12,6 @@
   requests at once per process, and hands freed memory back to the system after.
 - A database that does not answer is a 503 with ``Retry-After``, not a 500; so is one
   that did not answer within its timeouts, and a write that kept losing to others.
-- Every page sets the CSRF cookie (``PageCsrfCookieMiddleware``).
 
 And the request path's own costs, cut where a request does not need them
 (docs/benchmarks.md, "Request path"): the Content-Security-Policy header built from the
@@ -40,7 +39,6 @@ from django.core.signals import setting_changed
 from django.db import InterfaceError, OperationalError, connection
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.middleware.csrf import get_token
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -382,30 +380,3 @@ class PageMessagesMiddleware(MessageMiddleware):
         if not hasattr(request, "_messages"):
             return response
         return super().process_response(request, response)
-
-
-class PageCsrfCookieMiddleware:
-    """Every page a browser opens sets the CSRF cookie, forms or not.
-
-    Without the cookie, each request that renders a form makes a secret of its own and
-    sends it back as the cookie. A browser asks for several pages at once (the page it
-    shows, and the offline worker keeping the dashboard and the review page), so the
-    cookie that arrives last replaces the one the shown page's forms were signed with,
-    and the learner's next form is refused as a CSRF failure. Set on the first page,
-    the cookie travels with every later request, and no request makes a new one.
-
-    Listed after ``CsrfViewMiddleware``, which writes the cookie on the way out.
-    """
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        response = self.get_response(request)
-        if (
-            request.method == "GET"
-            and not _is_api_path(request)
-            and response.get("Content-Type", "").startswith("text/html")
-        ):
-            get_token(request)
-        return response

@@ -83,7 +83,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "studyapp.middleware.PageCsrfCookieMiddleware",
+    "studyapp.csrf.PageCsrfCookieMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Django's messages for the pages; API requests skip their storage.
     "studyapp.middleware.PageMessagesMiddleware",

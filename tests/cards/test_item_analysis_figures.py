@@ -3,7 +3,7 @@
 
 ``LearnerCardFigures`` (per learner and card: the reviews no undo cancelled, their passes
 and fails, whether the first passed) and ``CardFigures`` (those summed per card and
-lapse count) are kept by triggers from migration 0011; the staff's item analysis reads
+lapse count) are kept by triggers from migration 0013; the staff's item analysis reads
 them. Here they are recounted in Python from the log after each write path: the review,
 undo and exercise services through the API, account deletion, card deactivation and
 deletion, bulk and raw SQL writes, on SQLite and PostgreSQL. ``ExerciseKindFigures``

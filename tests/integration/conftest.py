@@ -96,13 +96,13 @@ class Celery:
         self.procs.append(proc)
         return proc
 
-    def worker(self, **extra: str) -> subprocess.Popen:
+    def worker(self, *, concurrency: int = 2, **extra: str) -> subprocess.Popen:
         return self._start(
             "worker",
             [
                 "worker",
                 "--pool=prefork",
-                "--concurrency=2",
+                f"--concurrency={concurrency}",
                 "--loglevel=INFO",
                 "-Q",
                 self.queue,

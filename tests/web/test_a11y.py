@@ -17,13 +17,12 @@ from exercises import services as exercise_services
 from exercises.cells import cell_name
 from exercises.kinds import KINDS
 from exercises.models import Exercise
-from tests.web.conftest import wait_until
 
-from .conftest import axe_check, log_in
+from .conftest import axe_check, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WIDTHS = {"desktop": {"width": 1100, "height": 900}, "phone": {"width": 390, "height": 844}}
+WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
 @pytest.fixture(params=list(WIDTHS))

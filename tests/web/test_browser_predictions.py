@@ -11,7 +11,8 @@ from django.test import Client
 from exercises import services as exercise_services
 from exercises.cells import cell_words
 from exercises.models import Exercise, Prediction
-from tests.web.conftest import wait_until
+
+from .conftest import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -18,9 +18,8 @@ from cards.templatetags.study import forecast_chart
 from exercises import services as exercise_services
 from exercises.kinds import KINDS
 from studyapp.common.rendering import render_markdown
-from tests.web.conftest import wait_until
 
-from .conftest import log_in
+from .conftest import log_in, wait_until
 
 DAY = dt.date(2026, 11, 30)
 browser_test = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
