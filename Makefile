@@ -46,7 +46,7 @@ test: dev typecheck imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	set -a; eval "$$($(PY) bin/services_env)"; set +a; \
-	  $(PY) -m pytest $(XDIST) $(COV) $(PYTEST_ARGS) && \
+	  $(PY) -m pytest $(XDIST) $(COV) --durations=20 $(PYTEST_ARGS) && \
 	  if [ -z "$(PYTEST_ARGS)" ] && [ -n "$${DATABASE_URL:-}" ]; then \
 	    env -u DATABASE_URL -u REDIS_URL -u REQUIRE_SERVICES \
 	      $(PY) -m pytest -q $(COUNTS_TESTS); \
