@@ -157,7 +157,14 @@ def start_gunicorn(port: int, workers: int, user_limit: bool = False) -> subproc
         DJANGO_SECURE_SSL_REDIRECT="0",
         PYTHONPATH=str(REPO),
     )
-    for scope in ("USER", "EXERCISE_CREATE", "EXERCISE_SUBMIT", "LOGIN", "PLAYGROUND"):
+    for scope in (
+        "USER",
+        "EXERCISE_CREATE",
+        "EXERCISE_SUBMIT",
+        "LAB_SUBMIT",
+        "LOGIN",
+        "PLAYGROUND",
+    ):
         env[f"STUDY_THROTTLE_{scope}"] = "off"
     if user_limit:  # production's per-learner limit, counted in the cache (Redis with REDIS_URL)
         env.pop("STUDY_THROTTLE_USER")

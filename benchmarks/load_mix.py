@@ -1,8 +1,11 @@
 """A study day of many learners, compressed: every endpoint in its share, at paced rates.
 
 One learner's day (``DAY``): the dashboard page once, the due queue a page per 20
-reviews, 40 reviews, four exercises made and answered, the statistics twice and the
-lab list once: 56 requests. ``bench_load --mixed`` draws each request from those shares,
+reviews, 40 reviews, four exercises made and answered, the statistics twice, the lab
+list once, and one lab submitted (the ``softmax`` reference) and its result looked for
+three times: 58 requests. The mix measures the web tier: no labs worker runs, so the
+gradings it queues are dropped from the broker's ``labs`` queue after the run
+(``bench_labs`` measures the grading itself). ``bench_load --mixed`` draws each request from those shares,
 for learners rotating over the token learners, at each rate of ``--rates`` (requests/s,
 paced over ``--clients`` connections) and prints, per rate, the sustained requests/s
 and each endpoint's p50/p95/p99. Latency counts from the moment a request was due to
@@ -39,7 +42,10 @@ DAY = [
     ("POST exercises/{id}/submit/", 4),
     ("GET stats/", 2),
     ("GET labs/", 1),
+    ("POST labs/{slug}/submissions/", 1),
+    ("GET labs/{slug}/submissions/", 3),
 ]
+MIX_LAB = "softmax"
 REQUESTS_PER_DAY = sum(n for _, n in DAY)
 
 
@@ -79,6 +85,9 @@ class Mix:
         self.targets = iter(targets)  # [(token, card id)] due recall cards
         self.pool = iter(pool)  # [(token, exercise id, answers)]
         self.random = random.Random(seed)
+        from labs.catalogue import LABS
+
+        self.lab_code = LABS[MIX_LAB].reference
         self.lock = threading.Lock()
         self.names = [name for name, _ in DAY]
         self.weights = [n for _, n in DAY]
@@ -121,6 +130,11 @@ class Mix:
             return kind, "GET", "/api/v1/stats/", auth, None, 200
         if kind == "GET labs/":
             return kind, "GET", "/api/v1/labs/", auth, None, 200
+        if kind == "POST labs/{slug}/submissions/":
+            path = f"/api/v1/labs/{MIX_LAB}/submissions/"
+            return kind, "POST", path, auth, {"code": self.lab_code}, 202
+        if kind == "GET labs/{slug}/submissions/":
+            return kind, "GET", f"/api/v1/labs/{MIX_LAB}/submissions/", auth, None, 200
         # The due queue, and what a write pool can no longer give.
         return "GET reviews/due/", "GET", "/api/v1/reviews/due/", auth, None, 200
 
@@ -207,20 +221,31 @@ def report(
     return within and not missing
 
 
+def drop_queued_gradings() -> int:
+    """Empty the broker's ``labs`` queue of the gradings the mix's submissions queued."""
+    from studyapp.celery import app
+
+    with app.connection_for_write() as connection:
+        return connection.default_channel.queue_purge("labs") or 0
+
+
 def run_mixed(args, learners, targets, pool, load_average: Callable[[], str]) -> bool:
     cookies = session_cookies([pk for pk, _ in learners])
     mix = Mix(learners, cookies, targets, pool)
     best = None
     ok = True
-    run_rate(args.port, args.clients, WARM_SECONDS, args.rates[0], mix)  # not counted
-    for rate in args.rates:
-        before = dict(mix.short)
-        sustained, kinds = run_rate(args.port, args.clients, args.seconds, rate, mix)
-        short = {name: mix.short[name] - before[name] for name in before}
-        within = report(rate, sustained, kinds, load_average(), short)
-        ok = ok and not any(k.errors for k in kinds.values())
-        if within:
-            best = sustained
+    try:
+        run_rate(args.port, args.clients, WARM_SECONDS, args.rates[0], mix)  # not counted
+        for rate in args.rates:
+            before = dict(mix.short)
+            sustained, kinds = run_rate(args.port, args.clients, args.seconds, rate, mix)
+            short = {name: mix.short[name] - before[name] for name in before}
+            within = report(rate, sustained, kinds, load_average(), short)
+            ok = ok and not any(k.errors for k in kinds.values())
+            if within:
+                best = sustained
+    finally:
+        print(f"\n{drop_queued_gradings():,} queued gradings dropped from the labs queue")
     if best is None:
         print(f"\nno rate kept the p95s under {P95_BUDGET_MS:.0f} ms")
     else:

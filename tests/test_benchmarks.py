@@ -254,3 +254,20 @@ def test_the_mix_counts_writes_drawn_after_their_pool_ran_out():
     assert "POST reviews/" not in drawn and "POST exercises/{id}/submit/" not in drawn
     assert mix.short["POST reviews/"] > 200 and mix.short["POST exercises/{id}/submit/"] > 0
     assert drawn.count("GET reviews/due/") >= sum(mix.short.values())
+
+
+def test_the_mix_submits_the_lab_reference_and_looks_for_its_result():
+    from benchmarks import load_mix
+    from labs.catalogue import LABS
+
+    mix = load_mix.Mix([(1, "token")], {1: "sessionid=x"}, targets=[], pool=[])
+    drawn = [mix.next() for _ in range(3000)]
+    submits = [d for d in drawn if d[0] == "POST labs/{slug}/submissions/"]
+    looks = [d for d in drawn if d[0] == "GET labs/{slug}/submissions/"]
+    assert submits and len(looks) > len(submits)  # three looks a day to one submission
+    _, method, path, headers, body, expected = submits[0]
+    assert (method, path, expected) == ("POST", "/api/v1/labs/softmax/submissions/", 202)
+    assert body == {"code": LABS["softmax"].reference}
+    assert headers == {"Authorization": "Token token"}
+    assert looks[0][1:3] == ("GET", "/api/v1/labs/softmax/submissions/")
+    assert load_mix.REQUESTS_PER_DAY == 58

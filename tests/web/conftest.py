@@ -88,6 +88,38 @@ def go_online(context) -> None:
     context.set_offline(False)
 
 
+# Uncaught script errors (exceptions and unhandled rejections) of every page a test opens.
+PAGE_ERRORS: list[str] = []
+
+
+class WatchedBrowser:
+    """Chromium, whose every page reports its uncaught script errors to ``PAGE_ERRORS``."""
+
+    def __init__(self, browser):
+        self._browser = browser
+
+    def __getattr__(self, name):
+        return getattr(self._browser, name)
+
+    def new_context(self, **options):
+        context = self._browser.new_context(**options)
+        context.on("page", _watch)
+        return context
+
+
+def _watch(page) -> None:
+    page.on("pageerror", lambda error: PAGE_ERRORS.append(f"{page.url}: {error}"))
+
+
+@pytest.fixture(autouse=True)
+def no_script_errors():
+    """Every browser test fails on a script error in any page it opened."""
+    PAGE_ERRORS.clear()
+    yield
+    errors, PAGE_ERRORS[:] = list(PAGE_ERRORS), []
+    assert not errors, "uncaught script errors:\n" + "\n".join(errors)
+
+
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():
@@ -95,7 +127,7 @@ def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
         instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield instance
+        yield WatchedBrowser(instance)
         instance.close()
 
 

@@ -19,7 +19,7 @@ from exercises import services as exercise_services
 from exercises.cells import cell_words
 from exercises.models import Exercise
 
-from .conftest import log_in
+from .conftest import PAGE_ERRORS, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -184,3 +184,15 @@ def test_playground_updates_live(live_server, page, learner, screenshot):
     page.locator("#K-cols").fill("2")
     expect(page.locator("#pg-error")).to_have_text("")
     screenshot(page, "08-playground-causal")
+
+
+def test_an_uncaught_script_error_fails_the_test_that_met_it(live_server, page):
+    page.goto(f"{live_server.url}/")
+    page.evaluate("setTimeout(() => { throw new Error('thrown on purpose'); }, 0)")
+    for _ in range(100):
+        if PAGE_ERRORS:
+            break
+        page.wait_for_timeout(50)
+    assert len(PAGE_ERRORS) == 1 and "thrown on purpose" in PAGE_ERRORS[0]
+    assert PAGE_ERRORS[0].startswith(f"{live_server.url}/: ")
+    PAGE_ERRORS.clear()  # met on purpose: the watch would fail this test otherwise
