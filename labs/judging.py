@@ -37,7 +37,7 @@ MAX_ENTRIES = 1_000_000
 # and exercises imports nothing of labs).
 LAB_MISTAKES: dict[str, str] = {
     "softmax_overflow": (
-        "overflow: exp() of scores near 1000 is infinite, so the weights come out nan. "
+        "This overflows: exp() of scores near 1000 is infinite, so the weights come out nan. "
         "Subtract the row max before exp(): the softmax is unchanged and exp() never "
         "sees a positive number."
     ),
