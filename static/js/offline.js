@@ -91,6 +91,9 @@
   // show one of them (it was saved before they were answered).
   var SENT = "study.review-sent.v1";
   var SENT_KEEP_MS = 36 * 3600 * 1000;
+  // A page the server counted while another page was still sending shows the count from
+  // before those answers: answers sent this lately make a page ask for the count again.
+  var RECOUNT_MS = 30000;
 
   function remember(item) {
     var now = Date.now();
@@ -102,16 +105,21 @@
     try { window.localStorage.setItem(SENT, JSON.stringify(sent)); } catch (e) { /* full or blocked */ }
   }
 
-  function sentLately() {
+  // This learner's answers sent in the last ``ms`` milliseconds, by any page.
+  function sentWithin(ms) {
     var now = Date.now();
     try {
       var sent = JSON.parse(window.localStorage.getItem(SENT) || "[]");
       return (Array.isArray(sent) ? sent : []).filter(function (entry) {
-        return String(entry.learner) === learner && now - entry.t < SENT_KEEP_MS;
-      }).map(function (entry) { return String(entry.card); });
+        return String(entry.learner) === learner && now - entry.t < ms;
+      });
     } catch (e) {
       return [];
     }
+  }
+
+  function sentLately() {
+    return sentWithin(SENT_KEEP_MS).map(function (entry) { return String(entry.card); });
   }
 
   // --- Sending ---------------------------------------------------------------------
@@ -337,5 +345,12 @@
     if (!document.getElementById("grade-form")) root.removeAttribute("data-queue");
     // The review page may have asked already, to settle the queue before its card shows.
     if (learner && !started) flush();
+    if (learner && !root.hasAttribute("data-offline-copy") && sentWithin(RECOUNT_MS).length) {
+      refreshBadge();
+    }
+  });
+  // Another tab sent answers: this tab's count is behind.
+  window.addEventListener("storage", function (event) {
+    if (learner && event.key === SENT) refreshBadge();
   });
 })();

@@ -9,6 +9,7 @@ axe-core, and saved as ``artifacts/screenshots/offline-<state>-<width>.png``.
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from django.utils import timezone
@@ -495,3 +496,71 @@ def test_a_grade_another_tab_sent_meanwhile_moves_the_page_on(live_server, page,
     assert page.get_attribute("html", "data-offline-copy") is None
     assert page.is_hidden("#offline-status")
     assert ReviewLog.objects.filter(learner=learner).count() == 1
+
+
+SENT = "study.review-sent.v1"
+
+
+def _sent_by_another_page(page, learner, card_id: int) -> None:
+    page.evaluate(
+        "([key, learner, card]) => localStorage.setItem(key, JSON.stringify("
+        "[{learner: learner, card: card, t: Date.now()}]))",
+        [SENT, str(learner.pk), card_id],
+    )
+
+
+@pytest.fixture
+def page_without_worker(browser):
+    """A page whose navigations reach the test's routes (a service worker's would not)."""
+    context = browser.new_context(service_workers="block")
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
+def test_a_page_counted_before_answers_sent_elsewhere_counts_again(
+    live_server, page_without_worker, due_deck, learner
+):
+    """A page the server counted while another page was still sending its answers shows
+    the count from before them; so does a tab open while another tab sends. Each asks
+    the server for the count again."""
+    page = page_without_worker
+    base = live_server.url
+    log_in(page.context, live_server, learner)
+    page.goto(f"{base}/profile/")
+    assert _nav_badge(page) == "3"
+    first, second = [state.card_id for state in learner.review_states.order_by("card_id")[:2]]
+
+    # Another tab sends an answer: this tab hears of it and counts again.
+    card_services.review_record(learner=learner, card=first, result="pass", at=timezone.now())
+    other = page.context.new_page()
+    other.goto(f"{base}/profile/")
+    assert _nav_badge(other) == "2"
+    _sent_by_another_page(other, learner, first)
+    page.wait_for_selector("#nav-due:text-is('2')")
+
+    # A page whose count was taken before an answer another page had just sent: the
+    # server's count is rewritten here to the one from before that answer.
+    card_services.review_record(learner=learner, card=second, result="pass", at=timezone.now())
+
+    def counted_before(route):
+        response = route.fetch()
+        body = response.text().replace('id="nav-due"', 'data-stale id="nav-due"')
+        body = re.sub(r'(data-stale id="nav-due"[^>]*>)1<', r"\g<1>2<", body)
+        route.fulfill(response=response, body=body)
+
+    page.context.route(f"{base}/", counted_before)
+    _sent_by_another_page(page, learner, second)
+    page.goto(f"{base}/")
+    assert page.get_attribute("#nav-due", "data-stale") == ""  # the rewritten page
+    page.wait_for_selector("#nav-due:text-is('1')")
+    page.context.unroute(f"{base}/", counted_before)
+
+    # With nothing sent lately, a page's own count stands: no second request for it.
+    page.evaluate(f"localStorage.removeItem('{SENT}')")
+    asked = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.goto(f"{base}/profile/")
+    page.wait_for_load_state("networkidle")
+    assert _nav_badge(page) == "1"
+    assert not [url for url in asked if "/api/v1/reviews/due/" in url]
