@@ -5,10 +5,10 @@ reviews, 40 reviews, four exercises made and answered, the statistics twice, the
 list once, and one lab submitted (the ``softmax`` reference) and its result looked for
 three times: 58 requests. The mix measures the web tier: no labs worker runs, so the
 gradings it queues are dropped from the broker's ``labs`` queue after the run
-(``bench_labs`` measures the grading itself). ``bench_load --mixed`` draws each request from those shares,
-for learners rotating over the token learners, at each rate of ``--rates`` (requests/s,
-paced over ``--clients`` connections) and prints, per rate, the sustained requests/s
-and each endpoint's p50/p95/p99. Latency counts from the moment a request was due to
+(``bench_labs`` measures the grading itself). ``bench_load --mixed`` draws each request
+from those shares, for learners rotating over the token learners, at each rate of
+``--rates`` (requests/s, paced over ``--clients`` connections) and prints, per rate, the
+sustained requests/s and each endpoint's p50/p95/p99. Latency counts from the moment a request was due to
 be sent, so a server that falls behind shows it in the percentiles (no coordinated
 omission). A few seconds at the first rate warm the workers first and are not counted.
 The highest rate whose p95 stays under ``P95_BUDGET_MS``, over all requests and for

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.middleware.csrf import get_token
 
+from studyapp.middleware import is_api_path
+
 
 class PageCsrfCookieMiddleware:
     """Every page a browser opens sets the CSRF cookie, forms or not.
@@ -25,7 +27,7 @@ class PageCsrfCookieMiddleware:
         response = self.get_response(request)
         if (
             request.method == "GET"
-            and not request.path_info.startswith("/api/")
+            and not is_api_path(request)
             and response.get("Content-Type", "").startswith("text/html")
         ):
             get_token(request)

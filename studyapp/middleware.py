@@ -364,7 +364,7 @@ class PolicyOnceCSPMiddleware(CSPMiddleware):
         return response
 
 
-def _is_api_path(request) -> bool:
+def is_api_path(request) -> bool:
     return request.path_info.startswith("/api/")
 
 
@@ -373,7 +373,7 @@ class PageMessagesMiddleware(MessageMiddleware):
     or leave a message, skip its storage."""
 
     def process_request(self, request):
-        if not _is_api_path(request):
+        if not is_api_path(request):
             super().process_request(request)
 
     def process_response(self, request, response):
