@@ -117,7 +117,8 @@ def service_worker(request):
             "version": version,
             "static_files": json.dumps([static(name) for name in OFFLINE_STATIC]),
             "pages": json.dumps([reverse(name) for name in OFFLINE_PAGES]),
-            "static_prefix": static(""),
+            # The prefix itself, not a file: the manifest storage has no entry for "".
+            "static_prefix": settings.STATIC_URL,
             "static_hashed": json.dumps(isinstance(staticfiles_storage, ManifestFilesMixin)),
             "logout_url": reverse("logout"),
             "review_url": reverse("review"),
