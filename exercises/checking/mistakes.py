@@ -213,9 +213,9 @@ MISTAKES: dict[str, Mistake] = {
         ),
         Mistake(
             "share_without_w_o",
-            "This leaves W_O out of the per-token part: the projections W_Q, W_K, W_V and W_O "
-            "take 4 n d² multiply-adds and the feed-forward network 8 n d², 12 n d² in all, "
-            "so the share is n / (n + 6 d).",
+            "This leaves W_O out of the per-token part (11 n d², a share of n / (n + 5.5 d)): "
+            "the projections W_Q, W_K, W_V and W_O take 4 n d² multiply-adds and the "
+            "feed-forward network 8 n d², 12 n d² in all, so the share is n / (n + 6 d).",
             {"cost": "share_no_w_o"},
         ),
         Mistake(

@@ -646,9 +646,11 @@ def _cost_mistake(how: str, n: int, d: int, heads_layers: int, b: int) -> dict[s
         return {"attention_params": 3 * d * d}
     if how == "ffn_one_matrix":
         return {"ffn_params": 4 * d * d}
-    if how == "share_no_w_o" and d / (n + 5 * d) > CostKind.rtol:
-        # 2n²d / (2n²d + 10nd²) = n / (n + 5d): within 1% of n / (n + 6d) once n > 95 d.
-        return {"quadratic_share": n / (n + 5 * d)}
+    if how == "share_no_w_o" and 0.5 * d / (n + 5.5 * d) > CostKind.rtol:
+        # W_O left out of the per-token part: W_Q, W_K, W_V (3nd²) and the feed-forward
+        # network (8nd²), 11nd². 2n²d / (2n²d + 11nd²) = n / (n + 5.5d), off n / (n + 6d)
+        # by a share 0.5d / (n + 5.5d): within the share's 1% once n > 44.5 d.
+        return {"quadratic_share": n / (n + 5.5 * d)}
     return None
 
 
