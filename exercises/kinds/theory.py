@@ -196,8 +196,9 @@ def pe_figures(positions: Sequence[int], d: int) -> int:
 def pe_rounding_rule(figures: int) -> str:
     return (
         rf"Rounding: write each $10000^{{2i/d_{{model}}}}$ to {figures} significant figures "
-        "(fewer would move the largest angles here by more than the tolerance), and every "
-        "other step, the angles too, to three decimals or more. A cell is accepted within "
+        "(fewer would move the largest angles here by more than the tolerance), computed "
+        r"from the exact exponent $2i/d_{model}$, which is not rounded; write every other "
+        "step, the angles too, to three decimals or more. A cell is accepted within "
         "0.005 + 1% of the expected value."
     )
 

@@ -166,3 +166,32 @@ def test_shapes_with_one_head_vary_offers_one_head():
     normalized = kind.normalize_params({"heads": 1})
     heads = {draw_variant(kind, normalized, seed).inputs["heads"] for seed in range(30)}
     assert 1 in heads
+
+
+# --- positional_encoding: the exponent 2i/d_model is not rounded ------------------------------
+
+
+def _pe_rounding_the_exponent(inputs, figures):
+    """A learner who also writes 2i/d_model to three decimals before raising 10000 to it."""
+    d = inputs["d_model"]
+    divisors = [float(f"{10000 ** round(2 * i / d, 3):.{figures}g}") for i in range(d // 2)]
+    out = {}
+    for pos in inputs["positions"]:
+        angles = [round(pos / v, 3) for v in divisors]
+        row = []
+        for a in angles:
+            row += [round(float(np.sin(a)), 3), round(float(np.cos(a)), 3)]
+        out[f"pe_{pos}"] = row
+    return out
+
+
+def test_positional_prompt_says_in_one_clause_that_the_exponent_is_not_rounded():
+    kind, g = offered("positional_encoding", seed=0, d_model=32, positions=1, max_position=200)
+    prompt = flat(g.prompt)
+    assert r"from the exact exponent $2i/d_{model}$, which is not rounded" in prompt
+    assert g.inputs["positions"] == [170]
+    figures = int(prompt.split(" significant figures")[0].rsplit(" ", 1)[-1])
+    # The reading the clause rules out: the exponent written to three decimals moves the
+    # divisor by a share of up to ln(10000) / 2000, about 0.5%, and angles near 170 by far
+    # more than the tolerance.
+    assert not correct(kind, g, _pe_rounding_the_exponent(g.inputs, figures))
