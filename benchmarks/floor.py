@@ -31,7 +31,8 @@ import psycopg
 from cards import ladder
 
 PAGE_SIZE = 20
-LADDER_DAYS = tuple(int(d) for d in os.environ.get("STUDY_LADDER_DAYS", "1,3,7,14,30").split(","))
+# As the settings read it: unset, the ladder's default.
+LADDER_DAYS = ladder.parse_ladder(os.environ.get("STUDY_LADDER_DAYS") or ladder.describe(sep=","))
 LEECH_LAPSES = int(os.environ.get("STUDY_LEECH_LAPSES", "8"))
 
 TOKEN_SQL = """
@@ -166,7 +167,7 @@ def due_page(environ: dict, start_response) -> list[bytes]:
                 "updated_at": r[14],
             },
             "step": r[0],
-            "interval_days": LADDER_DAYS[r[0]],
+            "interval_days": ladder.interval_days(r[0], LADDER_DAYS),
             "due_on": r[1],
             "leech": r[16] >= LEECH_LAPSES,
             **({"exercise": r[17]} if r[5] == "exercise" else {}),

@@ -32,7 +32,7 @@ class CardsConfig(AppConfig):
     verbose_name = "Study cards"
 
     def ready(self) -> None:
-        from . import signals  # noqa: F401
+        from . import checks, signals  # noqa: F401
         from .beat import sync_default_schedule_on_migrate
         from .services.exercise_reviews import bound_card_id
         from .services.lab_reviews import lab_due, lab_graded, lab_review_of, lab_submitted

@@ -3,13 +3,22 @@
 A learner's *study day* is the local date in their time zone after shifting
 back by ``day_starts_at`` hours, so a review at 02:30 with a 04:00 day start
 still belongs to the previous day. Intervals follow ``ladder`` (by default
-1, 3, 7, 14, 30 days): a pass climbs one rung (capped at the top), a fail
-returns to rung 0, and the next due date counts from the day of review.
+``DEFAULT_LADDER``, the one place it is written): a pass climbs one rung (capped at
+the top), a fail returns to rung 0, and the next due date counts from the day of review.
+
+A ladder is set by ``STUDY_LADDER_DAYS`` and read by :func:`parse_ladder`: at least two
+rungs of whole days, each longer than the one before. A card whose step the ladder
+lacks (the setting shortened after it climbed) stands on the top rung, as py-fsrs
+treats a step past a shortened list of learning steps: its due date stays as it was,
+its interval reads as the top rung's, a pass keeps it at the top and a fail returns it
+to rung 0 (:func:`rung`). Its stored step is only rewritten by its next review, so a
+ladder lengthened again before then finds the card where it was.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -17,6 +26,75 @@ from zoneinfo import ZoneInfo
 
 DEFAULT_LADDER: tuple[int, ...] = (1, 3, 7, 14, 30)
 Result = Literal["pass", "fail"]
+
+# A rung longer than this is a mistake in the setting (days; ten years).
+LONGEST_RUNG_DAYS = 3650
+
+
+def ladder_problem(days: Iterable[object]) -> str | None:
+    """What is wrong with ``days`` as a ladder, or None when it is one."""
+    rungs = list(days)
+    if len(rungs) < 2:
+        return f"it has {len(rungs)} rung{'s' * (len(rungs) != 1)}; a ladder needs at least 2"
+    whole: list[int] = []
+    for position, rung_days in enumerate(rungs, start=1):
+        # type() rather than isinstance(): True is an int, and not a number of days.
+        if type(rung_days) is not int or not 1 <= rung_days <= LONGEST_RUNG_DAYS:
+            return (
+                f"rung {position} is {rung_days!r}; each rung is a whole number of days "
+                f"from 1 to {LONGEST_RUNG_DAYS}"
+            )
+        whole.append(rung_days)
+    for position, (lower, upper) in enumerate(itertools.pairwise(whole), start=2):
+        if upper <= lower:
+            return (
+                f"rung {position} ({_days(upper)}) is not longer than rung {position - 1} "
+                f"({_days(lower)}); each rung must be longer than the one before"
+            )
+    return None
+
+
+def _days(n: int) -> str:
+    return f"{n} day{'s' * (n != 1)}"
+
+
+def parse_ladder(text: str) -> tuple[int, ...]:
+    """The ladder written as comma-separated days (``"1,3,7,14,30"``).
+
+    Raises ``ValueError`` saying what is wrong: a part that is not a whole number, too
+    few rungs, a rung out of range or not longer than the one before.
+    """
+    parts = [part.strip() for part in text.split(",")]
+    rungs: list[int] = []
+    for position, part in enumerate(parts, start=1):
+        if not (part.isascii() and part.isdigit()):
+            raise ValueError(
+                f"rung {position} is {part!r}; write whole days separated by commas, "
+                f"e.g. {describe(DEFAULT_LADDER, sep=',')}"
+            )
+        rungs.append(int(part))
+    problem = ladder_problem(rungs)
+    if problem is not None:
+        raise ValueError(problem)
+    return tuple(rungs)
+
+
+def describe(ladder: tuple[int, ...] = DEFAULT_LADDER, *, sep: str = ", ") -> str:
+    """The ladder's days as text: ``"1, 3, 7, 14, 30"``."""
+    return sep.join(str(days) for days in ladder)
+
+
+def rung(step: int, ladder: tuple[int, ...] = DEFAULT_LADDER) -> int:
+    """The rung a card at ``step`` stands on: its step, or the top rung when the ladder
+    has fewer rungs than that (see the module docstring)."""
+    if step < 0:
+        raise ValueError(f"step must be 0 or more, not {step}")
+    return min(step, len(ladder) - 1)
+
+
+def interval_days(step: int, ladder: tuple[int, ...] = DEFAULT_LADDER) -> int:
+    """The interval of the rung a card at ``step`` stands on."""
+    return ladder[rung(step, ladder)]
 
 
 def study_day(at: dt.datetime, tz: str | dt.tzinfo, day_starts_at: int) -> dt.date:
@@ -118,10 +196,11 @@ def first_schedule(today: dt.date, ladder: tuple[int, ...] = DEFAULT_LADDER) -> 
 
 
 def next_step(step: int, result: Result, ladder: tuple[int, ...] = DEFAULT_LADDER) -> int:
-    if not 0 <= step < len(ladder):
-        raise ValueError(f"step must be between 0 and {len(ladder) - 1}")
+    """The step after a review: a pass climbs one rung from the one the card stands on
+    (:func:`rung`), capped at the top; a fail returns to 0."""
+    current = rung(step, ladder)
     if result == "pass":
-        return min(step + 1, len(ladder) - 1)
+        return min(current + 1, len(ladder) - 1)
     if result == "fail":
         return 0
     raise ValueError("result must be 'pass' or 'fail'")

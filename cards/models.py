@@ -153,7 +153,8 @@ class ReviewState(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["learner", "card"], name="reviewstate_unique"),
-            models.CheckConstraint(condition=Q(step__lte=4), name="reviewstate_step_range"),
+            # No upper bound: the ladder is a setting (STUDY_LADDER_DAYS), and a step it
+            # lacks stands on its top rung (cards.ladder.rung). The field keeps step >= 0.
         ]
         # Serves the due queue: WHERE learner = ? AND due_on <= ? ORDER BY due_on, id.
         indexes = [

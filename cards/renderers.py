@@ -13,6 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
+from .ladder import interval_days
 from .models import Card
 
 
@@ -54,7 +55,7 @@ def due_items(rows: list[dict], *, exercises: Mapping[int, Any]) -> list[dict]:
                 "updated_at": datetimes.to_representation(row["card__updated_at"]),
             },
             "step": row["step"],
-            "interval_days": ladder_days[row["step"]],
+            "interval_days": interval_days(row["step"], ladder_days),
             "due_on": row["due_on"],
             "leech": row["leech"],
         }

@@ -14,7 +14,7 @@ from studyapp.common.fields import (
     StrictIntegerField,
 )
 
-from . import rules, services
+from . import ladder, rules, services
 from .models import Card, Deck, LearnerProfile, Report, ReviewLog
 
 TAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,49}$")
@@ -385,7 +385,7 @@ class CardStateSerializer(serializers.Serializer):
     due_on = serializers.DateField()
 
     def get_interval_days(self, state) -> int:
-        return settings.STUDY_LADDER_DAYS[state.step]
+        return ladder.interval_days(state.step, settings.STUDY_LADDER_DAYS)
 
 
 class SuspendedSerializer(CardStateSerializer):

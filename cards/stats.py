@@ -44,7 +44,8 @@ def learner_stats(*, learner, today: dt.date) -> dict:
             forecast[day] += n
     by_step = {str(step): 0 for step in range(len(settings.STUDY_LADDER_DAYS))}
     for step, n in sorted(step_rows.items()):
-        by_step[str(step)] = n
+        # A step the ladder lacks stands on its top rung (cards.ladder.rung).
+        by_step[str(ladder.rung(step, settings.STUDY_LADDER_DAYS))] += n
 
     # One read of the day rows serves the retention window and the streak.
     days = _review_days(learner=learner, today=today)

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import dj_database_url
 from celery.schedules import crontab
+from django.core.exceptions import ImproperlyConfigured
+
+from cards.ladder import describe, parse_ladder
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("STUDY_VAR_DIR", BASE_DIR / "var"))
@@ -210,7 +213,15 @@ LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
 # --- Study rules -------------------------------------------------------------
-STUDY_LADDER_DAYS = tuple(int(d) for d in env_list("STUDY_LADDER_DAYS", "1,3,7,14,30"))
+# The ladder's days, "1,3,7,14,30" by default (cards.ladder.DEFAULT_LADDER); a setting that
+# is not a ladder stops the start with what is wrong (CONTRIBUTING.md, "Change the ladder").
+try:
+    STUDY_LADDER_DAYS = parse_ladder(os.environ.get("STUDY_LADDER_DAYS") or describe(sep=","))
+except ValueError as _ladder_error:
+    raise ImproperlyConfigured(
+        f"STUDY_LADDER_DAYS={os.environ.get('STUDY_LADDER_DAYS')!r} is not a ladder: "
+        f"{_ladder_error}"
+    ) from None
 STUDY_DEFAULT_DAY_STARTS_AT = 4
 STUDY_IDEMPOTENCY_TTL_HOURS = 24
 STUDY_EXERCISE_TTL_DAYS = 7

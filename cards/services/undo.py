@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 
 from studyapp.common.db import retried_on_conflict
 
-from .. import selectors
+from .. import ladder, selectors
 from ..models import ExerciseBinding, ReviewLog, ReviewState
 from . import review_days
 from .locks import learner_lock
@@ -100,7 +100,7 @@ def _undo_entry_create(log: ReviewLog, *, at: dt.datetime) -> ReviewLog:
         result=log.result,
         step_before=log.step_after,
         step_after=log.step_before,
-        interval_days=settings.STUDY_LADDER_DAYS[log.step_before],
+        interval_days=ladder.interval_days(log.step_before, settings.STUDY_LADDER_DAYS),
         due_before=log.due_after,
         due_after=log.due_before,
         undo_of=log,

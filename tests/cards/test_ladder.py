@@ -40,8 +40,8 @@ def test_a_late_review_counts_from_the_day_it_is_done():
 
 def test_custom_ladder_and_bad_input():
     assert ladder.review(0, "pass", D(2026, 1, 1), ladder=(2, 5)).due_on == D(2026, 1, 6)
-    with pytest.raises(ValueError):
-        ladder.review(5, "pass", D(2026, 1, 1))
+    with pytest.raises(ValueError, match="step must be 0 or more"):
+        ladder.review(-1, "pass", D(2026, 1, 1))
     with pytest.raises(ValueError):
         ladder.next_step(0, "maybe")
 

@@ -10,6 +10,7 @@ import time_machine
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from cards.ladder import DEFAULT_LADDER
 from cards.models import Card, Enrollment, LearnerProfile, ReviewLog, ReviewState
 from cards.synthetic import placement, synthetic_decks, synthetic_users
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.django_db
 # 12:00 UTC: past the default 04:00 day start, so the study day is the calendar date.
 NOON = dt.datetime(2025, 3, 10, 12, 0, tzinfo=dt.UTC)
 TODAY = dt.date(2025, 3, 10)
-LADDER = (1, 3, 7, 14, 30)
+LADDER = DEFAULT_LADDER
 
 
 def seed(*args: str) -> str:
