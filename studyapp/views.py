@@ -17,6 +17,8 @@ from django.views import csrf, defaults
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
+from studyapp.cache_control import KEPT_PAGES, LEARNER_COOKIE, LEARNER_HEADER, NOBODY
+
 logger = logging.getLogger(__name__)
 
 # The last resort when even 500.html cannot be rendered (a missing static manifest,
@@ -67,8 +69,8 @@ def csrf_failure(request, reason=""):
     return csrf.csrf_failure(request, reason=reason)
 
 
-# What the service worker keeps for offline use: the review page and the dashboard, and
-# every static file they load.
+# What the service worker keeps for offline use: the review page and the dashboard
+# (studyapp.cache_control.KEPT_PAGES, kept per learner), and every static file they load.
 OFFLINE_STATIC = (
     "css/site.css",
     "js/offline.js",
@@ -79,7 +81,7 @@ OFFLINE_STATIC = (
     "icons/icon-192.png",
     "icons/apple-touch-icon.png",
 )
-OFFLINE_PAGES = ("review", "dashboard")
+OFFLINE_PAGES = KEPT_PAGES
 
 
 def _static_bytes(name: str) -> bytes:
@@ -121,6 +123,9 @@ def service_worker(request):
             "static_prefix": settings.STATIC_URL,
             "static_hashed": json.dumps(isinstance(staticfiles_storage, ManifestFilesMixin)),
             "logout_url": reverse("logout"),
+            "learner_header": LEARNER_HEADER,
+            "learner_cookie": LEARNER_COOKIE,
+            "nobody": NOBODY,
             "review_url": reverse("review"),
         },
     )

@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from studyapp import views
+from studyapp.cache_control import learner_key
 
 
 def _constant(body: str, name: str) -> str:
@@ -42,6 +43,8 @@ def test_the_worker_is_served_from_the_root_as_a_script_checked_on_every_visit(w
     assert json.loads(_constant(body, "PAGES")) == ["/review/", "/"]
     never = json.loads(_constant(body, "NEVER"))
     assert "/api/" in never
+    assert json.loads(_constant(body, "LEARNER_HEADER")) == "X-Study-Learner"
+    assert json.loads(_constant(body, "LEARNER_COOKIE")) == "study_learner"
     # Nothing in it came out HTML-escaped.
     assert "&quot;" not in body and "&#x27;" not in body
 
@@ -83,10 +86,13 @@ def test_a_page_kept_by_the_worker_leaves_the_messages_for_the_next_page(learner
     assert "Enrolled in" not in client.get("/").content.decode()
 
 
-def test_pages_name_their_learner_and_load_the_queue_first(learner, client):
+def test_pages_name_their_learner_by_an_opaque_key_and_load_the_queue_first(learner, client):
     client.force_login(learner)
     body = client.get("/").content.decode()
-    assert f'<html lang="en" data-learner="{learner.pk}">' in body
+    key = learner_key(learner)
+    assert f'<html lang="en" data-learner="{key}">' in body
+    assert str(learner.pk) != key
+    assert 'action="/logout/" data-logout' in body
     head = body.split("</head>")[0]
     assert '<script src="/static/js/offline.js"></script>' in head
     assert 'id="nav-due"' in body
