@@ -34,15 +34,62 @@ SLUG_PARAM = OpenApiParameter("slug", str, OpenApiParameter.PATH, description="T
 ID_PARAM = OpenApiParameter(
     "submission_id", int, OpenApiParameter.PATH, description="The submission's id."
 )
+RETRY_AFTER = OpenApiParameter(
+    "Retry-After",
+    int,
+    OpenApiParameter.HEADER,
+    response=[409, 503],
+    description="Seconds to wait before submitting again.",
+)
 UNAVAILABLE = OpenApiResponse(
     inline_serializer("LabsUnavailable", {"detail": serializers.CharField()}),
-    description="No sandbox can run lab code here; `detail` says why. Nothing was saved.",
+    description=(
+        "No sandbox can run lab code now; `detail` says why, and `Retry-After` when to "
+        "try again. Nothing was saved."
+    ),
 )
+PENDING = OpenApiResponse(
+    inline_serializer(
+        "LabSubmissionPending",
+        {
+            "detail": serializers.CharField(),
+            "submission": serializers.IntegerField(),
+            "status": serializers.ChoiceField(choices=["queued", "running"]),
+        },
+    ),
+    description=(
+        "The learner already has a submission queued or running (of any lab): one at a "
+        "time. `submission` is its id, to poll; `Retry-After` says when its result should "
+        "be in. Nothing was saved."
+    ),
+)
+# A refusal for want of a sandbox: the labs worker reports every minute.
+UNAVAILABLE_RETRY_SECONDS = 60
 
 
 class Unavailable(APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "labs_unavailable"
+
+    def __init__(self, detail: str, wait: int = UNAVAILABLE_RETRY_SECONDS):
+        super().__init__(detail)
+        self.wait = wait  # DRF's handler sends it as Retry-After
+
+
+def _pending(pending: services.SubmissionPending) -> Response:
+    submission = pending.submission
+    body = {
+        "detail": (
+            f"Your submission {submission.pk} of {submission.lab!r} is still "
+            f"{submission.status}: one submission is graded at a time. Wait for its "
+            "result, then submit again."
+        ),
+        "submission": submission.pk,
+        "status": submission.status,
+    }
+    return Response(
+        body, status=status.HTTP_409_CONFLICT, headers={"Retry-After": str(pending.retry_after)}
+    )
 
 
 def _lab(slug: str) -> Lab:
@@ -105,12 +152,16 @@ class LabSubmissionsView(GenericAPIView):
             "fresh inputs for every submission. The first submission of a lab on a study "
             "day while its lab card is due records that card's review, `pass` exactly "
             "when `passed`. An unknown lab is 404; code that is not a non-empty string of "
-            "UTF-8 of at most 65,536 bytes is 400 naming `code`; no sandbox here is 503 "
-            "with the reason. Rate limited by `STUDY_THROTTLE_LAB_SUBMIT`."
+            "UTF-8 of at most 65,536 bytes is 400 naming `code`; a learner with a "
+            "submission still queued or running is 409 (one at a time, with its id and "
+            "`Retry-After`); no sandbox here is 503 with the reason and `Retry-After`. "
+            "A broker that does not take the grading is no error: the submission is saved "
+            "as `queued` (202) and sent again within a minute or two. Rate limited by "
+            "`STUDY_THROTTLE_LAB_SUBMIT`."
         ),
-        parameters=[SLUG_PARAM],
+        parameters=[SLUG_PARAM, RETRY_AFTER],
         request=SubmissionCreateSerializer,
-        responses={202: SubmissionQueuedSerializer, 503: UNAVAILABLE},
+        responses={202: SubmissionQueuedSerializer, 409: PENDING, 503: UNAVAILABLE},
     )
     def post(self, request: Request, slug: str) -> Response:
         lab = _lab(slug)
@@ -123,7 +174,9 @@ class LabSubmissionsView(GenericAPIView):
         except services.CodeInvalid as exc:
             raise ValidationError({"code": [str(exc)]}) from None
         except services.LabsUnavailable as exc:
-            raise Unavailable(f"Labs cannot run here: {exc.reason}") from None
+            raise Unavailable(f"Labs cannot run now: {exc.reason}") from None
+        except services.SubmissionPending as exc:
+            return _pending(exc)
         data: Any = SubmissionQueuedSerializer(submission).data
         return Response(data, status=status.HTTP_202_ACCEPTED)
 

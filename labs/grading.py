@@ -118,6 +118,18 @@ def _failed(reason: str, run: RunResult | None = None) -> Graded:
     )
 
 
+def _malformed(lab: Lab, run: RunResult) -> Graded:
+    """A run whose answer broke the result channel's protocol: the learner's code can
+    write there, so this is a judged attempt that failed every test, not a fault."""
+    message = clean_text(
+        "Your code wrote to the channel that carries its results, and what it wrote "
+        f"could not be read ({run.malformed}). Return values from your functions; "
+        "do not write to that channel."
+    )
+    tests = [{"name": name, "passed": False, "message": message} for name in lab.tests]
+    return Graded("done", False, tests, "", capped_output(run.output), run.duration_ms)
+
+
 def _did_not_load(lab: Lab, run: RunResult) -> list[dict[str, Any]]:
     message = f"Your code did not load: {run.load_error}"
     return [{"name": name, "passed": False, "message": clean_text(message)} for name in lab.tests]
@@ -145,8 +157,10 @@ def grade(*, lab: Lab, code: str, seed: int) -> Graded:
     """Grade ``code`` against ``lab`` on the inputs ``seed`` makes.
 
     ``done`` when the sandbox ran the code, whatever the code did (a load error, an
-    exception, a broken limit: each a failing test that says so); ``failed`` only when
-    the sandbox could not run it, or the lab's own checks broke (``diagnosis`` says which).
+    exception, a broken limit, an answer it garbled on the result channel: each a
+    failing test that says so); ``failed`` only when the sandbox could not run it, or
+    the lab's own checks broke (``diagnosis`` says which): faults of the service, which
+    do not count as the learner's attempt.
     """
     calls = list(lab.calls(np.random.default_rng(seed)))
     try:
@@ -156,6 +170,8 @@ def grade(*, lab: Lab, code: str, seed: int) -> Graded:
     except Exception:
         logger.exception("The sandbox failed on a submission of lab %s", lab.slug)
         return _failed("The sandbox failed while running your code; submit again later.")
+    if run.malformed:
+        return _malformed(lab, run)
     if run.failure:
         return _failed(f"The sandbox could not run your code: {run.failure}", run)
     output, duration = capped_output(run.output), run.duration_ms

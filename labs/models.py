@@ -13,6 +13,12 @@ class Submission(models.Model):
     ``lab`` is the catalogue's slug (``labs.catalogue``), not a foreign key: the labs
     are code, not rows. ``seed`` makes the lab's calls, so a submission can be judged
     again on the same inputs.
+
+    A grading is claimed under a lease (``labs.services``): ``attempts`` counts the
+    claims, ``lease_until`` is when a running grading may be taken over (its worker
+    was killed), ``published_at`` when its grading task was last sent to the broker
+    (null: never, or the send failed), so the sweep knows what to send again. A
+    learner has at most one submission queued or running (the database says so).
     """
 
     class Status(models.TextChoices):
@@ -37,10 +43,19 @@ class Submission(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
+            # The sweep: what is queued or running, by when it was last sent.
+            models.Index(
+                fields=["published_at"],
+                condition=Q(status__in=["queued", "running"]),
+                name="submission_pending_sweep",
+            ),
             # A learner's submissions of one lab, newest first.
             models.Index(
                 "learner", "lab", models.F("created_at").desc(), name="submission_learner_lab"
@@ -50,6 +65,13 @@ class Submission(models.Model):
             models.CheckConstraint(
                 condition=Q(passed__isnull=True) | Q(status="done"),
                 name="submission_passed_only_when_done",
+            ),
+            # One submission in flight per learner: a second is refused (409), so a
+            # learner who floods the queue holds one worker at most.
+            models.UniqueConstraint(
+                fields=["learner"],
+                condition=Q(status__in=["queued", "running"]),
+                name="submission_one_pending_per_learner",
             ),
         ]
 

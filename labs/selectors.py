@@ -47,6 +47,17 @@ def submissions_of(*, learner: Any, lab_slug: str) -> QuerySet[Submission]:
     return Submission.objects.filter(learner=learner, lab=lab_slug).order_by("-created_at", "-id")
 
 
+def pending_submission(*, learner: Any) -> Submission | None:
+    """The learner's submission queued or running, if any (there is one at most)."""
+    return (
+        Submission.objects.filter(
+            learner=learner, status__in=(Submission.Status.QUEUED, Submission.Status.RUNNING)
+        )
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
 @dataclass(frozen=True)
 class LabProgress:
     passed: bool  # some submission passed every test

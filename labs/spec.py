@@ -51,6 +51,10 @@ class RunResult:
     """What the sandbox hands back for one submission.
 
     - ``failure``: the sandbox itself could not run (status ``failed``); nothing else counts.
+    - ``malformed``: set with ``failure`` when the run wrote to the result channel
+      what the protocol does not allow (a malformed or cut line). The learner's code
+      can write there, so the service grades it as a failed attempt that counts
+      (``labs.grading``), not as a fault of the sandbox.
     - ``limit``: a limit the code broke ("time", "memory", "processes", "output",
       "file size"), with ``limit_message`` saying it in words for the learner.
     - ``load_error``: the code did not load (a SyntaxError, an import refused, an
@@ -64,6 +68,7 @@ class RunResult:
     output: str = ""
     duration_ms: int = 0
     failure: str | None = None
+    malformed: str | None = None
     limit: str | None = None
     limit_message: str | None = None
     load_error: str | None = None

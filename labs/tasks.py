@@ -4,24 +4,47 @@ They run on the ``labs`` queue (``CELERY_TASK_ROUTES``), served by a worker of i
 (`celery -A studyapp worker -Q labs`), so learner code never waits behind the study
 core's jobs, nor they behind it. A task may run twice; the service makes the second
 run a no-op.
+
+A grading is sent once, without the publish retries (``GradingTask``): a broker that is
+down or paused fails the send within its socket timeout instead of holding the request
+for seconds, and ``publish_grading`` logs it; the beat job ``sweep_submissions`` sends
+again whatever was not sent, or was lost with a killed worker.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import shared_task
+from celery.contrib.django.task import DjangoTask
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_ready
+from django.utils import timezone
 
-from . import availability, services
+from . import availability, housekeeping, services
+
+logger = logging.getLogger(__name__)
 
 # Well above the sandbox's wall time, well under the broker's visibility timeout.
 SOFT_TIME_LIMIT = 120
 TIME_LIMIT = 150
+# A grading message not taken within this many seconds is dropped by the worker: by then
+# the sweep has sent the submission again (it sends what waits over a minute).
+GRADING_EXPIRES = 10 * 60
+
+
+class GradingTask(DjangoTask):
+    """Sent once (no publish retry) and expiring: the sweep, not the request, retries."""
+
+    def apply_async(self, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        options.setdefault("retry", False)
+        options.setdefault("expires", GRADING_EXPIRES)
+        return super().apply_async(args, kwargs, **options)
 
 
 @shared_task(
+    base=GradingTask,
     acks_late=True,
     reject_on_worker_lost=True,
     soft_time_limit=SOFT_TIME_LIMIT,
@@ -34,10 +57,53 @@ def grade_submission(submission_id: int) -> Any:
     except SoftTimeLimitExceeded:
         services.submission_fail(
             submission_id=submission_id,
-            reason="Grading took too long and was stopped; submit again.",
+            reason="Grading took too long and was stopped; it does not count. Submit again.",
         )
         return "failed"
     return None if submission is None else submission.status
+
+
+def publish_grading(submission_id: int) -> bool:
+    """Send a submission's grading to the labs queue, once; False (logged) when the
+    broker did not take it. Never raises: the sweep sends it again."""
+    try:
+        grade_submission.delay(submission_id)
+    except Exception as exc:
+        logger.warning(
+            "Could not enqueue the grading of lab submission %s (%s: %s); "
+            "the sweep will send it again",
+            submission_id,
+            type(exc).__name__,
+            exc,
+        )
+        return False
+    return True
+
+
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    soft_time_limit=50,
+    time_limit=60,
+)
+def sweep_submissions() -> dict[str, int]:
+    """Send again the gradings queued too long or lost with their worker
+    (``labs.services.submissions_sweep``)."""
+    return services.submissions_sweep(at=timezone.now())
+
+
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    soft_time_limit=5 * 60,
+    time_limit=6 * 60,
+)
+def prune_submissions(keep: int = housekeeping.KEEP_PER_LAB) -> int:
+    """Delete the submissions beyond each learner's newest of a lab, except those a review
+    refers to (``labs.housekeeping.prune_submissions``)."""
+    return housekeeping.prune_submissions(keep=keep)
 
 
 @shared_task(ignore_result=True, soft_time_limit=30, time_limit=40)

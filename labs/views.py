@@ -33,6 +33,9 @@ OUTPUT_SHOWN = 20_000
 HISTORY_SHOWN = 50
 
 PENDING = (Submission.Status.QUEUED, Submission.Status.RUNNING)
+# A page refused for want of a sandbox asks again after this (the labs worker reports
+# every minute).
+UNAVAILABLE_RETRY_SECONDS = 60
 
 
 # --- The list -----------------------------------------------------------------------
@@ -160,6 +163,7 @@ def _render_lab(
     code: str,
     form: SubmissionForm | None = None,
     unavailable: str = "",
+    pending: Submission | None = None,
     status: int = 200,
 ) -> HttpResponse:
     context = {
@@ -167,6 +171,8 @@ def _render_lab(
         "code": code,
         "form": form,
         "unavailable": unavailable,
+        # The submission still queued or running that refused this one (one at a time).
+        "pending": pending,
         "result": result_context(submission),
         "history": _history(request, lab),
         "current": submission,
@@ -208,12 +214,21 @@ def _submit(request: HttpRequest, lab: Lab) -> HttpResponse:
         )
     except services.LabsUnavailable as exc:
         # Nothing was saved; the code stays in the editor for when the sandbox is back.
-        return _render_lab(
+        response = _render_lab(
             request, lab, submission=None, code=typed, unavailable=sentence(exc.reason), status=503
         )
+        response["Retry-After"] = str(UNAVAILABLE_RETRY_SECONDS)
+        return response
     except services.CodeInvalid as exc:
         form.add_error("code", str(exc))
         return _render_lab(request, lab, submission=None, code=typed, form=form, status=400)
+    except services.SubmissionPending as exc:
+        # Nothing was saved: the learner's earlier submission is still being graded.
+        response = _render_lab(
+            request, lab, submission=None, code=typed, pending=exc.submission, status=409
+        )
+        response["Retry-After"] = str(exc.retry_after)
+        return response
     return redirect("lab-submission", slug=lab.slug, pk=submission.pk)
 
 

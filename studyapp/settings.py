@@ -241,6 +241,9 @@ STUDY_LAB_FILE_MB = env_number("STUDY_LAB_FILE_MB")
 STUDY_LAB_OUTPUT_KB = env_number("STUDY_LAB_OUTPUT_KB")
 # What a submission keeps of the printed output (characters); the rest is cut with a note.
 STUDY_LAB_OUTPUT_CHARS = int(os.environ.get("STUDY_LAB_OUTPUT_CHARS", "20000"))
+# A grading not stored this many seconds past its run's wall limit is taken over once by
+# another worker (its own was killed); a second time it fails as the service's fault.
+STUDY_LAB_LEASE_MARGIN_SECONDS = float(os.environ.get("STUDY_LAB_LEASE_MARGIN_SECONDS", "30"))
 
 # --- Operations --------------------------------------------------------------
 # Bearer token for /metrics (staff may read it with their session); unset: staff only.
@@ -352,6 +355,12 @@ CELERY_BEAT_SCHEDULE = {
     "report-lab-sandbox": {
         "task": "labs.tasks.report_sandbox",
         "schedule": 60.0,
+    },
+    # Sends again the lab gradings queued for over a minute and those whose worker was
+    # lost (running past their lease): no submission stays queued or running for ever.
+    "sweep-lab-submissions": {
+        "task": "labs.tasks.sweep_submissions",
+        "schedule": 30.0,
     },
 }
 

@@ -123,8 +123,10 @@ def parse(run: Run, calls: Sequence[Call], limits: Limits, duration: float) -> R
     reader = _Reader(calls)
     try:
         reader.read(bytes(run.results), cut=run.killed_for is not None)
-    except MalformedAnswer as exc:
-        return RunResult(output=output, duration_ms=duration_ms, failure=str(exc))
+    except MalformedAnswer as exc:  # the learner's code can write this: it counts
+        return RunResult(
+            output=output, duration_ms=duration_ms, failure=str(exc), malformed=str(exc)
+        )
     limit = run.killed_for or reader.limit
     if limit is None and not reader.done:
         limit = _exit_limit(run, limits, duration)

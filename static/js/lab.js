@@ -190,6 +190,10 @@
         (seconds > 0 ? "in " + seconds + " second" + (seconds === 1 ? "" : "s") : "in a moment") +
         "; your code is kept in the editor.";
     }
+    if (status === 409) {
+      return sentence(message || "An earlier submission of yours is still being graded") +
+        " Your code is kept in the editor.";
+    }
     if (status === 400) return message || "The code was refused.";
     if (status === 401 || status === 403) return "Your session has ended: log in again, then run the tests.";
     return "The code could not be submitted (error " + status + "). Your code is kept in the editor.";

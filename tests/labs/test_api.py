@@ -217,10 +217,10 @@ def test_my_submissions_of_a_lab_newest_first(api, other_api, sandbox, worker):
     assert {"passed", "tests", "output", "diagnosis"} <= set(listed["results"][0])
 
 
-def test_submissions_are_throttled_per_learner_with_retry_after(api, sandbox, limits):
+def test_submissions_are_throttled_per_learner_with_retry_after(api, sandbox, limits, worker):
     limits(lab_submit="2/minute")
     for _ in range(2):
-        response = api.post("/api/v1/labs/tiny/submissions/", {"code": CODE}, format="json")
+        response, _ = worker(api)  # each graded before the next: one in flight at a time
         assert response.status_code == 202
     refused = api.post("/api/v1/labs/tiny/submissions/", {"code": CODE}, format="json")
     assert refused.status_code == 429

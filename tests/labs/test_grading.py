@@ -50,6 +50,19 @@ def test_code_that_does_not_load_fails_every_test_saying_so(fake):
     assert all("SyntaxError: invalid syntax (line 2)" in t["message"] for t in graded.tests)
 
 
+def test_a_malformed_answer_is_judged_failed_not_a_sandbox_fault(fake):
+    bad = "the lab runner's answer is malformed (line 1)"
+    fake.reply = lambda calls: RunResult(failure=bad, malformed=bad, output="hi\n")
+    graded = grading.grade(lab=TINY, code=CODE, seed=1)
+    assert (graded.status, graded.passed) == ("done", False)
+    assert [t["name"] for t in graded.tests] == ["double", "halve"]
+    assert all(not t["passed"] and bad in t["message"] for t in graded.tests)
+    assert graded.output == "hi\n"
+    # A failure of the sandbox itself stays a fault of the service.
+    fake.reply = lambda calls: RunResult(failure="the sandbox did not start")
+    assert grading.grade(lab=TINY, code=CODE, seed=1).status == "failed"
+
+
 def test_a_limit_lands_on_the_running_test_or_on_a_limits_test(fake):
     def stopped_in_halve(calls):
         made = {c.key: Returned(c.args[0] * 2) for c in calls if c.function == "double"}

@@ -15,17 +15,18 @@ import zipfile
 import pytest
 import time_machine
 from django.core.management import call_command
+from django.utils import timezone
 
 from cards import anki
 from cards.decks.exporting import deck_export
 from cards.decks.format import DeckFileError
 from cards.decks.importing import deck_import
 from cards.models import Card, Deck, LabBinding, ReviewLog, ReviewState
-from labs import reviews, tasks
+from labs import reviews, services, tasks
 from labs.catalogue import LABS
 from labs.spec import RunResult
 
-from .tiny_lab import FakeSandbox, install, wrong
+from .tiny_lab import FakeSandbox, install, right, wrong
 
 pytestmark = pytest.mark.django_db
 
@@ -210,6 +211,64 @@ def test_a_submission_the_sandbox_could_not_run_frees_the_day(
     sandbox.reply = wrong
     submit(api)  # the next submission counts
     assert ReviewLog.objects.get(learner=learner, card=enrolled).result == "fail"
+
+
+def test_a_malformed_answer_is_a_failed_attempt_that_counts(
+    api, learner, enrolled, sandbox, submit
+):
+    # The code garbled its result channel, as code that checks its own answer first and
+    # fails on purpose could: a judged attempt that failed, not a fault that frees the day.
+    bad = "the lab runner's answer is malformed (line 3)"
+    sandbox.reply = lambda calls: RunResult(failure=bad, malformed=bad)
+    result = submit(api)
+    assert (result["status"], result["passed"]) == ("done", False)
+    assert all(bad in test["message"] for test in result["tests"])
+    assert ReviewLog.objects.get(learner=learner, card=enrolled).result == "fail"
+    sandbox.reply = right
+    submit(api)  # practice now: the day's review is recorded
+    assert ReviewLog.objects.filter(learner=learner, card=enrolled).count() == 1
+
+
+def _lost(api, learner):
+    """A submission posted on the due day whose grading started and whose worker died."""
+    with time_machine.travel(DUE, tick=False):
+        response = api.post("/api/v1/labs/tiny/submissions/", {"code": CODE}, format="json")
+        assert response.status_code == 202
+        pk = response.json()["id"]
+        assert services._claim(pk) == 1  # the worker claimed it, then was killed
+    return pk
+
+
+def test_a_grading_taken_over_records_the_review_once(api, learner, enrolled, sandbox, monkeypatch):
+    monkeypatch.setattr(tasks.grade_submission, "delay", lambda pk: None)
+    pk = _lost(api, learner)
+    after = DUE + dt.timedelta(seconds=services.lease_seconds() + 1)
+    with time_machine.travel(after, tick=False):
+        assert tasks.grade_submission(pk) == "done"  # the sweep's resend, taken over
+        assert tasks.grade_submission(pk) is None  # a duplicate message: nothing
+        reviews.graded(submission_id=pk, passed=True, at=after)  # and a late repeat
+    assert ReviewLog.objects.filter(learner=learner, card=enrolled).count() == 1
+    assert LabBinding.objects.get().submission_id == pk
+
+
+def test_a_grading_lost_twice_frees_the_day_for_the_next_submission(
+    api, learner, enrolled, sandbox, monkeypatch, submit
+):
+    monkeypatch.setattr(tasks.grade_submission, "delay", lambda pk: None)
+    pk = _lost(api, learner)
+    with time_machine.travel(DUE + dt.timedelta(seconds=services.lease_seconds() + 1)):
+        assert services._claim(pk) == 2  # taken over; that worker is killed as well
+    with time_machine.travel(DUE + dt.timedelta(seconds=3 * services.lease_seconds())):
+        assert services.submissions_sweep(at=timezone.now())["failed"] == 1
+    lost = api.get(f"/api/v1/labs/submissions/{pk}/").json()
+    assert (lost["status"], lost["passed"]) == ("failed", None)
+    assert "does not count" in lost["diagnosis"]
+    assert not LabBinding.objects.exists() and not ReviewLog.objects.exists()
+    monkeypatch.setattr(tasks.grade_submission, "delay", tasks.grade_submission)
+    sandbox.reply = wrong
+    result = submit(api, at=DUE + dt.timedelta(hours=1))
+    assert ReviewLog.objects.get(learner=learner, card=enrolled).result == "fail"
+    assert LabBinding.objects.get().submission_id == result["id"]
 
 
 def test_grading_twice_records_once(api, learner, enrolled, sandbox, submit):
