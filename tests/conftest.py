@@ -28,6 +28,28 @@ if _XDIST_WORKER.startswith("gw") and _XDIST_WORKER[2:].isdigit():
     )
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(request, tmp_path_factory):
+    """On SQLite, the test database is a file in write-ahead-log mode, not shared memory.
+
+    Browser tests serve pages from a thread of the test process (``live_server``). On
+    SQLite's shared in-memory database that thread and the test take table locks on
+    one shared cache, and a page load meets "database table is locked". A file in WAL
+    mode lets readers and the one writer proceed side by side, and ``timeout`` makes a
+    second writer wait its turn. The file lives under pytest's temporary directory,
+    one per xdist worker (the suffix pytest-django appends), and durability is off:
+    nothing outlives the run.
+    """
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        database.setdefault("TEST", {})["NAME"] = str(
+            tmp_path_factory.getbasetemp() / "test.sqlite3"
+        )
+        options = database.setdefault("OPTIONS", {})
+        options["init_command"] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF"
+    request.getfixturevalue("django_db_modify_db_settings_parallel_suffix")
+
+
 def _on_postgres() -> bool:
     return settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 

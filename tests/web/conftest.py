@@ -20,6 +20,11 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+# How long a browser test waits for a state (an element, a page, a condition) before it
+# fails. It is a deadline, not a pause: every wait ends as soon as its state holds. It is
+# generous because a machine running the suite beside other work (two CPU hogs on two
+# cores) can take several seconds to serve and render a page.
+STATE_TIMEOUT_MS = 60_000
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -125,6 +130,7 @@ def browser():
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Chromium not found at {CHROMIUM}")
     sync_api = pytest.importorskip("playwright.sync_api")
+    sync_api.expect.set_options(timeout=STATE_TIMEOUT_MS)
     with sync_api.sync_playwright() as playwright:
         instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield WatchedBrowser(instance)
@@ -134,7 +140,7 @@ def browser():
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1100, "height": 900})
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(STATE_TIMEOUT_MS)
     page = context.new_page()
     yield page
     context.close()
@@ -148,7 +154,7 @@ def phone(browser):
         is_mobile=True,
         has_touch=True,
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(STATE_TIMEOUT_MS)
     page = context.new_page()
     yield page
     context.close()
@@ -200,7 +206,7 @@ def axe_check(axe, screenshot, page, shot: str, name: str) -> None:
     assert not jumps, f"{name}: headings skip a level: {levels}"
 
 
-def wait_until(page, expression: str, timeout: float = 10.0) -> None:
+def wait_until(page, expression: str, timeout: float = STATE_TIMEOUT_MS / 1000) -> None:
     """Poll ``expression`` in the page until it is truthy.
 
     Playwright's ``wait_for_function`` compiles its string with eval(), which the site's

@@ -18,7 +18,7 @@ from exercises.cells import cell_name
 from exercises.kinds import KINDS
 from exercises.models import Exercise
 
-from .conftest import axe_check, log_in, wait_until
+from .conftest import STATE_TIMEOUT_MS, axe_check, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -36,7 +36,7 @@ def view(request, browser):
         is_mobile=phone,
         has_touch=phone,
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(STATE_TIMEOUT_MS)
     page = context.new_page()
     page.width_name = width
     yield page

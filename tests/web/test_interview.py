@@ -14,7 +14,7 @@ from django.utils import timezone
 from cards.models import Card, Deck, ReviewLog
 from cards.services import enroll
 
-from .conftest import axe_check, go_offline, go_online, log_in, wait_until
+from .conftest import STATE_TIMEOUT_MS, axe_check, go_offline, go_online, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -74,7 +74,7 @@ def view(request, browser):
         has_touch=phone,
         accept_downloads=True,
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(STATE_TIMEOUT_MS)
     page = context.new_page()
     page.width_name = width
     yield page

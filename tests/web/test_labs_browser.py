@@ -13,7 +13,7 @@ import pytest
 from labs import selectors
 from labs.models import Submission
 
-from .conftest import axe_check, log_in, wait_until
+from .conftest import STATE_TIMEOUT_MS, axe_check, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -30,7 +30,7 @@ def _context(browser, width: str, *, javascript: bool = True):
         has_touch=phone,
         java_script_enabled=javascript,
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(STATE_TIMEOUT_MS)
     return context
 
 

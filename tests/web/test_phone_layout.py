@@ -17,7 +17,7 @@ from exercises.checking.mistakes import MISTAKES
 from exercises.kinds import KINDS, get_kind
 from exercises.models import Exercise
 
-from .conftest import assert_axe_clean, log_in, wait_until
+from .conftest import STATE_TIMEOUT_MS, assert_axe_clean, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -129,7 +129,7 @@ def open_view(browser, width: str):
         is_mobile=phone,
         has_touch=phone,
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(STATE_TIMEOUT_MS)
     page = context.new_page()
     page.width_name = width
     yield page

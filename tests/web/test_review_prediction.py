@@ -16,7 +16,7 @@ from cards.services import enroll
 from exercises.cells import cell_words
 from exercises.models import Exercise, Prediction
 
-from .conftest import axe_check, log_in
+from .conftest import STATE_TIMEOUT_MS, axe_check, log_in
 
 WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 QUESTION = "what does the first token (token 1) attend to?"
@@ -118,7 +118,7 @@ def view(request, browser):
     context = browser.new_context(
         viewport=WIDTHS[width], device_scale_factor=2 if phone else 1, is_mobile=phone
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(STATE_TIMEOUT_MS)
     page = context.new_page()
     page.width_name = width
     yield page
