@@ -362,6 +362,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "labs.tasks.sweep_submissions",
         "schedule": 30.0,
     },
+    # Keeps each learner's 20 newest submissions of a lab and those a review refers to
+    # (labs.housekeeping); deletes the rest in one statement.
+    "prune-lab-submissions": {
+        "task": "labs.tasks.prune_submissions",
+        "schedule": crontab(minute=37, hour="*"),
+    },
 }
 
 # --- Cache: throttle counters and lockouts ------------------------------------------
