@@ -15,6 +15,10 @@ prefork pool has N processes. ``--learners`` (8) learners then each, in a loop f
 ``done`` or ``failed``. A latency is from the POST to the poll that sees the result,
 so it is late by up to one poll interval; the output says so.
 
+``--flood`` runs the flood scenario instead (``benchmarks/labs_flood.py``): one learner
+submits sleeping code as fast as it is let while another's p95 is measured against a
+quiet queue (target <= 2 s).
+
 ``--lab`` is a slug (``softmax`` by default), ``mixed`` (every lab's reference in turn)
 or ``wrong`` (every lab's registered mistakes in turn); ``--wrong`` submits the chosen
 lab's mistakes instead of its reference. A reference must come back passed, a mistake
@@ -681,6 +685,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--breakdown-only", action="store_true", help="the breakdown alone, no series"
     )
+    parser.add_argument(
+        "--flood",
+        action="store_true",
+        help="instead of the series: one learner floods, another's p95 (benchmarks.labs_flood)",
+    )
+    parser.add_argument("--quiet", type=int, default=20, help="--flood: gradings on a quiet queue")
     args = parser.parse_args(argv)
     args.workers = [int(n) for n in str(args.workers).split(",") if n.strip()]
     return args
@@ -716,7 +726,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if reason is not None:
         sys.exit(f"no sandbox starts here: {reason}")
     work = sources(args.lab, args.wrong)
-    people = learners(args.learners)
+    people = learners(max(args.learners, 2) if args.flood else args.learners)
     purge_labs_queue()
     print(f"loadavg at start: {loadavg()} ({os.cpu_count()} cores)")
     if args.breakdown:
@@ -725,6 +735,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     tokens = [token for _, token in people]
     gunicorn = start_gunicorn(args.port, args.web_workers, tokens[0])
+    if args.flood:
+        from benchmarks.labs_flood import run_flood
+
+        try:
+            met = run_flood(args, args.port, tokens, work[0])
+        finally:
+            stop(gunicorn)
+        sys.exit(0 if met else 1)
     try:
         all_series = [run_series(n, args.port, gunicorn, tokens, work, args) for n in args.workers]
     finally:

@@ -1,22 +1,41 @@
-"""A real labs worker, one process, grading hostile submissions through the API.
+"""A real labs worker grading through the API; killed during a grading; a broker that fails.
 
 Each hostile submission is stored as done and not passed, its tests naming the limit or
 the failure; the same worker process then grades the next one, and at the end the lab's
-reference solution passes. The sandbox is the real one (bubblewrap), started by the
-worker as in production; only the queue is this test's own.
+reference solution passes. A grading whose pool process, or whole worker, is killed with
+``SIGKILL`` is taken over once the sweep sends it again, graded once, and the lab card's
+review recorded once. A broker stopped or paused at submit time (a redis-server of the
+test's own) gives 202 with the submission queued, never a 500. The sandbox is the real
+one (bubblewrap), started by the worker as in production; only the queue is this test's
+own.
 """
 
 from __future__ import annotations
 
-import pytest
-from django.db import transaction
+import datetime as dt
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
-from labs import tasks
+import pytest
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from cards.models import Card, Deck, LabBinding, ReviewLog, ReviewState
+from labs import services, tasks
 from labs.catalogue import LABS
 from labs.models import Submission
 from tests.labs import require_sandbox
 
-from .conftest import wait_for
+from .conftest import REPO, Celery, wait_for
+from .test_dead_broker import call, free_port
 
 pytestmark = [
     pytest.mark.redis,
@@ -67,16 +86,18 @@ HOSTILE = [
 ]
 
 
-def test_one_labs_worker_grades_hostile_code_and_goes_on_serving(celery_procs, api, monkeypatch):
-    require_sandbox()
-    # The grading task goes to this test's queue, not the shared "labs" one.
+@pytest.fixture
+def to_this_queue(celery_procs, monkeypatch):
+    """Gradings go to this test's queue, not the shared "labs" one."""
     monkeypatch.setattr(
         tasks.grade_submission,
-        "delay_on_commit",
-        lambda pk: transaction.on_commit(
-            lambda: tasks.grade_submission.apply_async(args=[pk], queue=celery_procs.queue)
-        ),
+        "delay",
+        lambda pk: tasks.grade_submission.apply_async(args=[pk], queue=celery_procs.queue),
     )
+
+
+def test_one_labs_worker_grades_hostile_code_and_goes_on_serving(celery_procs, api, to_this_queue):
+    require_sandbox()
     worker = celery_procs.worker(concurrency=1, **LIMITS)
 
     def graded(code: str) -> dict:
@@ -107,3 +128,221 @@ def test_one_labs_worker_grades_hostile_code_and_goes_on_serving(celery_procs, a
     # The worker's one pool process served every submission: none was lost or replaced.
     log = worker.log()
     assert "WorkerLostError" not in log and "Process 'ForkPoolWorker" not in log, log
+
+
+# --- a worker killed during a grading, and the sweep -----------------------------------
+
+# A short wall limit and lease, so a lost grading is taken over within seconds.
+LEASED = {**LIMITS, "STUDY_LAB_WALL_SECONDS": "3", "STUDY_LAB_LEASE_MARGIN_SECONDS": "2"}
+SLEEPER = "import time\ndef causal_mask(n):\n    time.sleep(600)\n"
+
+
+@pytest.fixture
+def lab_card_due(learner, api):
+    """A lab card of ``LAB`` due today for ``learner``: the day's first graded submission
+    of the lab records its review."""
+    deck = Deck.objects.create(slug="labs-deck", title="Labs")
+    card = Card.objects.create(deck=deck, key="mask", kind="lab", lab=LAB, prompt="Mask it.")
+    assert api.post("/api/v1/decks/labs-deck/enroll/").status_code == 200
+    ReviewState.objects.filter(learner=learner, card=card).update(due_on=dt.date(2020, 1, 1))
+    return card
+
+
+def pool_children(pid: int) -> list[int]:
+    """The prefork pool's processes of the worker ``pid``."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(child) for child in text.split()]
+
+
+def submission(pk: int) -> Submission:
+    return Submission.objects.get(pk=pk)
+
+
+def claimed_and_sandboxed(pk: int, worker) -> None:
+    """Wait until ``pk`` is running in the worker with its sandbox started."""
+    wait_for(
+        lambda: submission(pk).status == Submission.Status.RUNNING,
+        timeout=60,
+        what=f"submission {pk} claimed",
+        procs=[worker],
+    )
+    wait_for(
+        lambda: any(pool_children(child) for child in pool_children(worker.pid)),
+        timeout=30,
+        what="the sandbox started under the pool process",
+        procs=[worker],
+    )
+
+
+def swept_until_graded(pk: int, procs) -> Submission:
+    """Run the sweep (as beat would) until ``pk`` is stored: its lease runs out first."""
+
+    def graded() -> bool:
+        services.submissions_sweep(at=timezone.now())
+        return submission(pk).status in (Submission.Status.DONE, Submission.Status.FAILED)
+
+    wait_for(graded, timeout=90, what=f"submission {pk} taken over and graded", procs=procs)
+    return submission(pk)
+
+
+def assert_graded_once_and_reviewed_once(pk: int, learner, card) -> None:
+    row = submission(pk)
+    # Taken over once: done, not passed (it slept past the wall limit again), recorded once.
+    assert (row.status, row.passed, row.attempts) == ("done", False, 2), row.diagnosis
+    assert any("Stopped after 3 s" in test["message"] for test in row.tests), row.tests
+    assert ReviewLog.objects.filter(learner=learner, card=card).count() == 1
+    assert LabBinding.objects.get(card=card).submission_id == pk
+    assert LabBinding.objects.get(card=card).review.result == "fail"
+
+
+def test_a_pool_process_killed_during_a_grading_is_taken_over_once(
+    celery_procs, api, learner, lab_card_due, to_this_queue
+):
+    require_sandbox()
+    worker = celery_procs.worker(concurrency=1, **LEASED)
+    response = api.post(f"/api/v1/labs/{LAB}/submissions/", {"code": SLEEPER}, format="json")
+    assert response.status_code == 202, response.content
+    pk = response.json()["id"]
+    claimed_and_sandboxed(pk, worker)
+    (child,) = pool_children(worker.pid)
+    os.kill(child, signal.SIGKILL)
+    # The redelivered message finds the grading claimed under a live lease: it waits for
+    # the sweep, which sends it again once the lease has run out.
+    swept_until_graded(pk, [worker])
+    assert_graded_once_and_reviewed_once(pk, learner, lab_card_due)
+    assert worker.poll() is None
+
+
+def test_a_whole_labs_worker_killed_during_a_grading_is_taken_over_by_the_next(
+    celery_procs, api, learner, lab_card_due, to_this_queue
+):
+    require_sandbox()
+    first = celery_procs.worker(concurrency=1, **LEASED)
+    response = api.post(f"/api/v1/labs/{LAB}/submissions/", {"code": SLEEPER}, format="json")
+    pk = response.json()["id"]
+    claimed_and_sandboxed(pk, first)
+    celery_procs.kill(first)  # kill -9 of the worker's whole process group
+    # The learner waits on it: a second submission is refused until it is graded.
+    refused = api.post(f"/api/v1/labs/{LAB}/submissions/", {"code": SLEEPER}, format="json")
+    assert refused.status_code == 409 and refused.json()["submission"] == pk
+    second = celery_procs.worker(concurrency=1, **LEASED)
+    swept_until_graded(pk, [second])
+    assert_graded_once_and_reviewed_once(pk, learner, lab_card_due)
+
+
+# --- the broker at submit time ---------------------------------------------------------
+
+
+@pytest.fixture
+def private_broker(tmp_path):
+    """A redis-server of this test's own on a free port (the shared one stays up)."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis
+
+    wait_for(
+        lambda: _pings(redis.Redis.from_url(url, socket_timeout=0.5)),
+        timeout=20,
+        what="the private redis-server",
+    )
+    try:
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def _pings(client) -> bool:
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+
+
+@contextmanager
+def serving(tmp_path: Path, redis_url: str) -> Iterator[tuple[str, object]]:
+    """``runserver`` configured as production is, on ``redis_url``, for one test."""
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        cwd=REPO,
+        env=Celery(tmp_path).env(REDIS_URL=redis_url),
+        stdout=log_path.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    read_log = lambda: log_path.read_text(errors="replace")  # noqa: E731
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"runserver did not start:\n{read_log()}")
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}", read_log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def web_on_private_broker(tmp_path, private_broker):
+    proc, url = private_broker
+    with serving(tmp_path, url) as (base, server_log):
+        yield proc, base, server_log
+
+
+@pytest.mark.parametrize("failure", ["stopped", "paused"])
+def test_a_broker_that_fails_at_submit_time_gives_202_queued_never_500(
+    web_on_private_broker, learner, other_learner, failure
+):
+    require_sandbox()
+    broker, base, server_log = web_on_private_broker
+    first, token = (Token.objects.create(user=u).key for u in (other_learner, learner))
+    body = {"code": LABS[LAB].reference}
+    # One submission while the broker is up: the server's sandbox check, its cache and
+    # its broker connection are warm, so the time below is the failed send's.
+    status, _, _ = call(base, "POST", f"/api/v1/labs/{LAB}/submissions/", first, body)
+    assert status == 202
+    if failure == "stopped":
+        broker.terminate()
+        broker.wait(timeout=10)
+    else:
+        broker.send_signal(signal.SIGSTOP)
+    status, answer, elapsed = call(base, "POST", f"/api/v1/labs/{LAB}/submissions/", token, body)
+    print(f"broker {failure}: answered {status} in {elapsed:.2f} s")
+    assert status in (202, 503), (status, answer)
+    if status == 503:  # refused: nothing saved
+        assert not Submission.objects.filter(learner=learner).exists()
+        return
+    row = Submission.objects.get(pk=answer["id"])
+    assert row.status == "queued" and answer["status"] == "queued"
+    assert row.published_at is None  # not sent: the next sweep sends it
+    log = server_log()
+    assert "Could not enqueue the grading of lab submission" in log, log
+    assert "Internal Server Error" not in log and '" 500 ' not in log
+    # A retry by the client is not a duplicate: the submission in flight refuses it.
+    status, answer, _ = call(base, "POST", f"/api/v1/labs/{LAB}/submissions/", token, body)
+    assert status == 409 and answer["submission"] == row.pk
+    assert Submission.objects.filter(learner=learner).count() == 1
+    assert elapsed < 10  # one bounded send, not publish retries against a dead broker
