@@ -9,20 +9,33 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import Max, Min
 from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from studyapp.common import db_breaker
+
 logger = logging.getLogger(__name__)
 
 
 def check_database() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-        cursor.fetchone()
+    """SELECT 1; while the breaker is open, its state, without asking the database (a
+    probe would wait the connect timeout), and a connection that fails here opens it."""
+    breaker = db_breaker.default.breaker
+    if breaker.is_open:
+        raise RuntimeError(f"breaker open: the database was {breaker.describe()}")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except (OperationalError, InterfaceError) as error:
+        window = settings.STUDY_DB_BREAKER_SECONDS
+        if window > 0 and db_breaker.is_connection_failure(error, connection):
+            db_breaker.default.failed(error, window=window)
+        raise
 
 
 def check_cache() -> None:

@@ -28,6 +28,7 @@ import ctypes.util
 import functools
 import json
 import logging
+import math
 import threading
 
 from csp.constants import HEADER, HEADER_REPORT_ONLY
@@ -43,6 +44,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from studyapp.common import db_breaker
 from studyapp.common.db import database_fault, query_deadline
 from studyapp.common.jsonscan import json_depth
 
@@ -267,12 +269,25 @@ class DatabaseOutageMiddleware:
     Each query of a request also ends on the client's side within the statement
     timeout plus ``QUERY_DEADLINE_MARGIN_SECONDS``: a server frozen outright keeps no
     timeout of its own (``studyapp.common.db.query_deadline``).
+
+    A connection that failed (refused, timed out, cut) opens the process's breaker
+    (``studyapp.common.db_breaker``): until a probe reaches the database again, requests
+    answer 503 at once, without asking it.
     """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
+        retry_after = db_breaker.default.breaker.retry_after()
+        if retry_after is not None:
+            return _error(
+                request,
+                503,
+                "The database is not answering; nothing was changed. "
+                f"Try again in {retry_after} s.",
+                retry_after=retry_after,
+            )
         timeout_ms = getattr(settings, "STUDY_DB_STATEMENT_TIMEOUT_MS", 0)
         if connection.vendor != "postgresql" or not timeout_ms:
             return self.get_response(request)
@@ -302,11 +317,16 @@ class DatabaseOutageMiddleware:
                 retry_after=DB_TIMEOUT_RETRY_AFTER_SECONDS,
             )
         logger.error("Database unavailable: %s: %s", type(exception).__name__, exception)
+        retry_after = DB_RETRY_AFTER_SECONDS
+        window = settings.STUDY_DB_BREAKER_SECONDS
+        if window > 0 and db_breaker.is_connection_failure(exception, connection):
+            db_breaker.default.failed(exception, window=window)
+            retry_after = math.ceil(window)  # the first probe
         return _error(
             request,
             503,
             "The database is not answering; nothing was changed. Try again shortly.",
-            retry_after=DB_RETRY_AFTER_SECONDS,
+            retry_after=retry_after,
         )
 
 

@@ -138,6 +138,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # requests switch to STUDY_DB_STATEMENT_TIMEOUT_MS where they load the WSGI
 # application (studyapp.wsgi: gunicorn and runserver).
 STUDY_DB_CONNECT_TIMEOUT = int(os.environ.get("STUDY_DB_CONNECT_TIMEOUT", "3"))
+# After a connection to PostgreSQL fails (refused, timed out, cut), this process answers
+# 503 without asking the database, and probes it every this many seconds until it answers
+# (studyapp.common.db_breaker, docs/database-faults.md); 0: every request asks.
+STUDY_DB_BREAKER_SECONDS = float(os.environ.get("STUDY_DB_BREAKER_SECONDS", "5"))
 STUDY_DB_STATEMENT_TIMEOUT_MS = int(os.environ.get("STUDY_DB_STATEMENT_TIMEOUT_MS", "5000"))
 STUDY_DB_LOCK_TIMEOUT_MS = int(os.environ.get("STUDY_DB_LOCK_TIMEOUT_MS", "3000"))
 STUDY_DB_JOB_STATEMENT_TIMEOUT_MS = int(

@@ -28,6 +28,7 @@ from django.db import close_old_connections, connection
 from cards import services
 from cards.models import ReviewLog
 from cards.services.reviews import IDEMPOTENCY_LEASE
+from studyapp.common import db_breaker
 from studyapp.common.db import serve_requests_with_web_timeouts, watchdog
 
 from .conftest import START
@@ -250,9 +251,28 @@ def through_proxy():
     proxy.close()
 
 
+@pytest.fixture
+def breaker(settings, monkeypatch):
+    """A breaker of this test's own in place of the process's, probing every 0.3 s."""
+    settings.STUDY_DB_BREAKER_SECONDS = 0.3
+    process = db_breaker.ProcessBreaker()
+    monkeypatch.setattr(db_breaker, "default", process)
+    yield process
+    process.join(timeout=30)
+
+
+def _wait_closed(process: db_breaker.ProcessBreaker, *, within: float = 30) -> None:
+    deadline = time.monotonic() + within
+    while process.breaker.is_open:
+        assert time.monotonic() < deadline, process.breaker.describe()
+        time.sleep(0.05)
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_a_frozen_database_is_a_503_within_seconds(api, learner, deck, settings, through_proxy):
+def test_a_frozen_database_is_a_503_within_seconds(
+    api, learner, deck, settings, through_proxy, breaker
+):
     settings.STUDY_DB_STATEMENT_TIMEOUT_MS = 500  # the client's deadline: 0.5 s + 2 s
     with time_machine.travel(START, tick=False):
         services.enroll(learner=learner, deck=deck, at=START)
@@ -274,12 +294,69 @@ def test_a_frozen_database_is_a_503_within_seconds(api, learner, deck, settings,
             thaw.cancel()
             through_proxy.frozen.clear()
     assert response.status_code == 503, response.content
-    assert response["Retry-After"] == "30"
+    assert response["Retry-After"] == "1"  # the breaker's first probe
     assert took < 4
     assert watchdog.cut > cut_before
+    # The cut connection opened the breaker; its probe, through the thawed proxy, closes it.
+    assert breaker.breaker.openings == 1
+    _wait_closed(breaker)
     # At the end of the request the server's handler drops the cut connection (the test
     # client leaves that out), and the next request opens a fresh one and is served.
     close_old_connections()
     with time_machine.travel(DAY1, tick=False):
         again = api.post("/api/v1/reviews/", {"card": card.pk, "result": "pass"}, format="json")
     assert again.status_code == 201, again.content
+
+
+@pytest.fixture
+def unreachable(breaker):
+    """This test's connection pointed at a server that accepts connections and never
+    answers (a frozen PostgreSQL: the kernel completes the handshake, nobody reads), with
+    the breaker's probe following the same settings. Yields a function that points the
+    connection back at PostgreSQL."""
+    blackhole = socket.create_server(("127.0.0.1", 0), backlog=128)
+    # The probe opens its connections from the same settings as requests do.
+    assert db_breaker.connections.settings["default"] is connection.settings_dict
+    saved = (connection.settings_dict["HOST"], connection.settings_dict["PORT"])
+    connection.close()
+    connection.settings_dict["HOST"] = "127.0.0.1"
+    connection.settings_dict["PORT"] = blackhole.getsockname()[1]
+
+    def answer_again() -> None:
+        connection.settings_dict["HOST"], connection.settings_dict["PORT"] = saved
+
+    yield answer_again
+    answer_again()
+    _wait_closed(breaker)
+    connection.close()
+    blackhole.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_after_one_connect_timeout_requests_answer_503_at_once_until_it_answers(
+    api, learner, breaker, unreachable
+):
+    connect_timeout = connection.settings_dict["OPTIONS"]["connect_timeout"]
+    began = time.monotonic()
+    first = api.get("/api/v1/reviews/due/")
+    first_took = time.monotonic() - began
+    assert first.status_code == 503, first.content
+    assert first_took >= connect_timeout - 0.5  # it did wait for the database
+    assert breaker.breaker.is_open and breaker.probing
+
+    waits = []
+    for _ in range(10):
+        began = time.monotonic()
+        response = api.get("/api/v1/reviews/due/")
+        waits.append(time.monotonic() - began)
+        assert response.status_code == 503, response.content
+        assert int(response["Retry-After"]) >= 1
+    # Far from the connect timeout each would otherwise wait (3 s).
+    assert max(waits) < 1, waits
+    assert breaker.breaker.refused == 10
+
+    unreachable()
+    _wait_closed(breaker)
+    assert api.get("/api/v1/reviews/due/").status_code == 200
+    assert breaker.breaker.openings == 1
