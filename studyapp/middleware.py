@@ -1,11 +1,16 @@
 """Guards in front of every view: request limits, bounded errors, and a database outage.
 
 - A query string holding NUL is a 400 (PostgreSQL cannot store the character).
+- A Content-Type naming a charset other than UTF-8, UTF-16, UTF-32, US-ASCII or Latin-1
+  is a 415 before a byte is decoded, on the API and the pages alike
+  (``studyapp.common.charsets``).
 - A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413; JSON nested deeper than
   ``STUDY_JSON_MAX_DEPTH`` is a 400, before any parser recurses into it. The depth
   is found in time linear in the body (``studyapp.common.jsonscan``) for every
   content type the view's parsers would read as JSON (``*/*``, ``application/*``,
-  charsets, any case), as DRF's own content negotiation picks the parser.
+  charsets, any case), as DRF's own content negotiation picks the parser. The guard
+  reads the body's code units in its charset without decoding it; the parser decodes
+  it once, with the codec the guard chose (a byte order mark dropped).
 - Error answers (4xx JSON) longer than ``STUDY_MAX_ERROR_BYTES`` are cut down to
   their first fields and messages.
 - The attention playground computes at most ``STUDY_PLAYGROUND_CONCURRENCY``
@@ -17,12 +22,11 @@ And the request path's own costs, cut where a request does not need them
 (docs/benchmarks.md, "Request path"): the Content-Security-Policy header built from the
 settings once per process (``PolicyOnceCSPMiddleware``), message storage for the pages
 only (``PageMessagesMiddleware``), DRF's parser choice for the depth check made once per
-view class and Content-Type.
+view class and Content-Type (``studyapp.json_body``).
 """
 
 from __future__ import annotations
 
-import codecs
 import ctypes
 import ctypes.util
 import functools
@@ -39,12 +43,10 @@ from django.contrib.messages.middleware import MessageMiddleware
 from django.core.signals import setting_changed
 from django.db import InterfaceError, OperationalError, connection
 from django.dispatch import receiver
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from rest_framework.parsers import JSONParser
-from rest_framework.request import Request
-from rest_framework.views import APIView
+from django.http import HttpResponse, JsonResponse
 
-from studyapp.common import db_breaker
+from studyapp import json_body
+from studyapp.common import charsets, db_breaker
 from studyapp.common.db import database_fault, query_deadline
 from studyapp.common.jsonscan import json_depth
 
@@ -73,47 +75,6 @@ def _error(request, status: int, detail: str, *, retry_after: int | None = None)
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
     return response
-
-
-def _json_parser_reads(request, view_func) -> bool:
-    """Whether the view would hand this request's body to a JSON parser.
-
-    DRF views name their parsers and content negotiation on the class that
-    ``as_view()`` leaves on the view function; other views fall back to the
-    configured defaults (``APIView``'s). The choice is DRF's own: the first parser
-    whose media type matches the Content-Type header.
-    """
-    view_class = getattr(view_func, "cls", None)
-    if not (isinstance(view_class, type) and issubclass(view_class, APIView)):
-        view_class = APIView
-    meta = request.META  # the header as DRF's Request.content_type reads it
-    return _json_parser_chosen(
-        view_class, meta.get("CONTENT_TYPE", meta.get("HTTP_CONTENT_TYPE", ""))
-    )
-
-
-@functools.lru_cache(maxsize=512)
-def _json_parser_chosen(view_class: type[APIView], content_type: str) -> bool:
-    """DRF's choice for a view class and a Content-Type, made once per process for each
-    pair: it depends on nothing else (the negotiation reads the header alone)."""
-    parsers = [parser() for parser in view_class.parser_classes]
-    negotiation = view_class.content_negotiation_class()
-    stand_in = HttpRequest()
-    stand_in.META["CONTENT_TYPE"] = content_type
-    chosen = negotiation.select_parser(Request(stand_in, parsers=parsers), parsers)
-    return isinstance(chosen, JSONParser)
-
-
-def _utf8_body(request) -> bytes | None:
-    """The body as UTF-8, as the JSON parser will decode it, or None if it cannot be."""
-    encoding = request.encoding or settings.DEFAULT_CHARSET
-    try:
-        if codecs.lookup(encoding).name == "utf-8":
-            return request.body
-        # UTF-16 or Shift JIS, say, hold quote and bracket bytes inside other characters.
-        return request.body.decode(encoding).encode("utf-8")
-    except (LookupError, UnicodeError):
-        return None
 
 
 def _trim(value, *, keys: int = 20, items: int = 10, chars: int = 500):
@@ -195,6 +156,10 @@ class RequestGuardMiddleware:
                 400,
                 "The query string holds a NUL character (%00); no parameter may contain one.",
             )
+        # Before anything reads the body or the query string in that charset.
+        refused = charsets.refusal(request.content_params)
+        if refused is not None:
+            return _error(request, 415, refused)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -212,17 +177,13 @@ class RequestGuardMiddleware:
         # DRF parses no body without a length (_refuse has checked that it is a number).
         if not int(request.META.get("CONTENT_LENGTH") or 0):
             return None
-        if not _json_parser_reads(request, view_func):
+        if not json_body.parser_reads(request, view_func):
             return None
-        body = _utf8_body(request)
-        if body is None:
-            return _error(
-                request,
-                400,
-                f"JSON parse error: the body is not text in the charset {request.encoding!r} "
-                "that its Content-Type names; send UTF-8.",
-            )
-        depth = json_depth(body)
+        try:
+            units = json_body.code_units(request)  # the parser alone decodes the body
+        except json_body.NotText as exc:
+            return _error(request, 400, str(exc))
+        depth = json_depth(units)
         if depth > settings.STUDY_JSON_MAX_DEPTH:
             return _error(
                 request,

@@ -1,6 +1,6 @@
 import os
 
-from django.core.wsgi import get_wsgi_application
+from studyapp.handler import get_wsgi_application  # Django's, refusing charsets up front
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
 application = get_wsgi_application()

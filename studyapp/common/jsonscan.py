@@ -16,8 +16,10 @@ the same per byte whatever the bytes are, so a run of ``"\\`` costs what any oth
 text costs (a regex over strings backtracks on such runs and takes time quadratic in
 their length).
 
-The text must be UTF-8 or another encoding in which these six characters are
-single bytes that no other character contains; callers transcode anything else.
+The text is given as its bytes (UTF-8, ASCII, Latin-1) or as an array of its code
+units (UTF-16 or UTF-32, ``studyapp.common.charsets.code_units``): in each of these
+the six characters are single code units that no other character contains, so the
+scan reads the text in place, without decoding it.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ _BACKSLASH = ord("\\")
 
 
 def escaped_bytes(codes: np.ndarray) -> np.ndarray | None:
-    """Which bytes other than backslashes an odd run of backslashes just before them
-    escapes, or None when the text holds no backslash. (n,) uint8 -> (n,) bool.
+    """Which code units other than backslashes an odd run of backslashes just before
+    them escapes, or None when the text holds no backslash. (n,) unsigned -> (n,) bool.
 
     simdjson's carry trick on one big integer (bit i is byte i): adding a run's first
     bit to the run carries to the bit just after it, and that bit's parity against the
@@ -56,11 +58,15 @@ def escaped_bytes(codes: np.ndarray) -> np.ndarray | None:
     return np.unpackbits(bits, bitorder="little")[: codes.size].view(bool)
 
 
-def json_depth(body: bytes | bytearray) -> int:
-    """The deepest nesting of arrays and objects in a JSON text (strings ignored)."""
-    if body.count(b"[") + body.count(b"{") == 0:
+def json_depth(body: bytes | bytearray | np.ndarray) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (strings ignored): its
+    bytes, or an array of its code units (unsigned integers of any width and order)."""
+    if isinstance(body, np.ndarray):
+        codes = body if body.dtype.isnative else body.astype(body.dtype.newbyteorder("="))
+    elif body.count(b"[") + body.count(b"{") == 0:
         return 0
-    codes = np.frombuffer(body, dtype=np.uint8)
+    else:
+        codes = np.frombuffer(body, dtype=np.uint8)
     escaped = escaped_bytes(codes)
     in_string = False  # the text so far ends inside a string
     depth = 0  # nesting at the end of the text so far

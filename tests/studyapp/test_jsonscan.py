@@ -108,3 +108,19 @@ def test_escaped_bytes_match_a_walk_over_the_runs():
             continue
         others = codes != ord("\\")  # a backslash inside a run is no one's concern
         assert found[others].tolist() == np.array(expected)[others].tolist(), codes.tobytes()
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+@pytest.mark.parametrize("block", [3, jsonscan.BLOCK_BYTES])
+def test_code_units_of_wide_charsets_scan_as_the_text_does(monkeypatch, codec, block):
+    # Characters whose code units hold the bytes of quotes, brackets and backslashes:
+    # U+2200 is 22 00, U+5B5B is 5B 5B, U+7B5C is 7B 5C, U+1D11E a surrogate pair.
+    monkeypatch.setattr(jsonscan, "BLOCK_BYTES", block)
+    rng = np.random.default_rng(11)
+    alphabet = list('[]{}"\\a\u2200\u5b5b\u7b5c\U0001d11e\u5d22')
+    dtype = {"16": "u2", "32": "u4"}[codec[4:6]]
+    order = "<" if codec.endswith("le") else ">"
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet, size=rng.integers(0, 40)))
+        units = np.frombuffer(text.encode(codec), dtype=order + dtype)
+        assert json_depth(units) == reference_depth(text.encode("utf-8")), text
