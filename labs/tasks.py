@@ -19,7 +19,7 @@ from typing import Any
 from celery import shared_task
 from celery.contrib.django.task import DjangoTask
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutdown
 from django.utils import timezone
 
 from . import availability, housekeeping, services
@@ -108,16 +108,23 @@ def prune_submissions(keep: int = housekeeping.KEEP_PER_LAB) -> int:
 
 @shared_task(ignore_result=True, soft_time_limit=30, time_limit=40)
 def report_sandbox() -> str | None:
-    """Check the sandbox on the labs worker and keep the answer for the web processes."""
+    """Check the sandbox on the labs worker and keep the answer for the web processes
+    (the worker's own heartbeat does so every few seconds; this beat job adds to it)."""
     return availability.report()
 
 
 @worker_ready.connect
-def _report_on_start(sender: Any = None, **_: Any) -> None:
-    # A labs worker reports as soon as it starts, not a beat interval later.
+def _heartbeat_on_start(sender: Any = None, **_: Any) -> None:
+    # A labs worker reports at once, then on a heartbeat of its own (labs.availability),
+    # whether beat runs or not.
     try:
         queues = sender.app.amqp.queues.consume_from or {}
     except AttributeError:
         return
     if "labs" in queues:
-        availability.report()
+        availability.start_heartbeat(worker=str(getattr(sender, "hostname", "") or ""))
+
+
+@worker_shutdown.connect
+def _heartbeat_on_stop(**_: Any) -> None:
+    availability.stop_heartbeat()

@@ -86,7 +86,7 @@ def check_beat(*, now: dt.datetime | None = None) -> None:
 
 def check_sandbox() -> str | None:
     """Why lab code cannot be graded (None when it can): a sandbox this process can start,
-    or a labs worker that reported one within minutes (``labs.availability``)."""
+    or a labs worker whose heartbeat reported one lately (``labs.availability``)."""
     from labs.availability import sandbox_problem
 
     return sandbox_problem()

@@ -248,6 +248,10 @@ STUDY_LAB_OUTPUT_CHARS = int(os.environ.get("STUDY_LAB_OUTPUT_CHARS", "20000"))
 # A grading not stored this many seconds past its run's wall limit is taken over once by
 # another worker (its own was killed); a second time it fails as the service's fault.
 STUDY_LAB_LEASE_MARGIN_SECONDS = float(os.environ.get("STUDY_LAB_LEASE_MARGIN_SECONDS", "30"))
+# A labs worker reports whether it can start a sandbox every this many seconds, from a
+# thread of its own (beat not needed); a report older than 4 of them no longer counts,
+# and web processes that cannot start a sandbox then refuse submissions (labs.availability).
+STUDY_LAB_HEARTBEAT_SECONDS = float(os.environ.get("STUDY_LAB_HEARTBEAT_SECONDS", "15"))
 
 # --- Operations --------------------------------------------------------------
 # Bearer token for /metrics (staff may read it with their session); unset: staff only.

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 
-from labs import sandbox
+from labs import availability, sandbox
 from studyapp import health
 from tests.labs import require_sandbox
 
@@ -13,6 +14,7 @@ from tests.labs import require_sandbox
 def fresh_check():
     """No cached answer before the test, and none of the test's left after it."""
     sandbox._checked.update(at=-1e9, reason=None)
+    cache.delete_many([availability.REPORT_KEY, availability.READY_KEY])
     yield
     sandbox._checked.update(at=-1e9, reason=None)
 
@@ -32,7 +34,11 @@ def test_readyz_names_why_no_sandbox_starts_and_stays_200(client, monkeypatch, f
     ready = client.get("/readyz")
     assert ready.status_code == 200, ready.content
     checks = ready.json()["checks"]
-    assert checks["sandbox"] == "bubblewrap (bwrap) is not installed"
+    # Nor can a labs worker, as none has reported: both are said.
+    assert checks["sandbox"] == (
+        "no labs worker has reported, and this process cannot start a sandbox: "
+        "bubblewrap (bwrap) is not installed"
+    )
     assert {checks[name] for name in ("database", "cache", "broker", "beat")} == {"ok"}
 
 
