@@ -38,12 +38,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from labs import runner as codec
+from labs.sandbox import cgroup
 from labs.sandbox.answer import exit_words, parse
 from labs.sandbox.bwrap import interpreter, start
 from labs.sandbox.limits import DEFAULT_LIMITS, Limits, SandboxUnavailable
 from labs.spec import Call, RunResult
 
-__all__ = ["DEFAULT_LIMITS", "Limits", "SandboxUnavailable", "run", "unavailable"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "Limits",
+    "SandboxUnavailable",
+    "memory_bound",
+    "run",
+    "unavailable",
+]
 
 UNAVAILABLE_CACHE_SECONDS = 30.0
 
@@ -82,6 +90,14 @@ def run(code: str, calls: Sequence[Call], *, limits: Limits = DEFAULT_LIMITS) ->
         return parse(run_, calls, limits, duration)
     except Exception as exc:  # a parse bug must not become the learner's 500
         return RunResult(failure=f"the lab runner's answer could not be read: {exc}")
+
+
+def memory_bound() -> str | None:
+    """None when each run's memory is bounded as a whole by a cgroup of its own; else what
+    bounds it instead (``RLIMIT_AS`` per process, and the seccomp filter's refusals of
+    shared memory), and why no cgroup, in words."""
+    where = cgroup.place()
+    return f"RLIMIT_AS per process only: {where}" if isinstance(where, str) else None
 
 
 _checked: dict[str, Any] = {"at": -1e9, "reason": None}

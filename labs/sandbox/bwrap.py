@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import random
 import resource
@@ -17,51 +18,29 @@ import selectors
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from labs import runner as codec
-from labs.sandbox import seccomp
+from labs.sandbox import cgroup, mounts, seccomp
 from labs.sandbox.limits import MAX_RESULT_BYTES, Limits, SandboxUnavailable, env_number
+from labs.sandbox.mounts import INSIDE_RUNNER, interpreter, numpy_dirs
 
-RUNNER = Path(codec.__file__).resolve()
-INSIDE_RUNNER = "/sandbox/runner.py"
-INSIDE_LIB = codec.NUMPY_DIR
+__all__ = ["Run", "bwrap_args", "interpreter", "numpy_dirs", "start"]
+
 INSIDE_UID = 1000
 INSIDE_GID = 1000
+
+logger = logging.getLogger(__name__)
 
 # --- what the sandbox sees ----------------------------------------------------------
 
 
-def interpreter() -> Path:
-    """The Python that runs inside: STUDY_LAB_PYTHON, else the system's of this version.
-
-    The same major.minor as the service's, so the service's NumPy build loads in it.
-    """
-    configured = os.environ.get("STUDY_LAB_PYTHON")
-    if configured:
-        return Path(configured).resolve()
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    found = shutil.which(version, path="/usr/local/bin:/usr/bin")
-    if found is None:
-        raise SandboxUnavailable(f"no system {version} (set STUDY_LAB_PYTHON)")
-    return Path(found).resolve()
-
-
-def numpy_dirs() -> list[Path]:
-    """NumPy's package directory, and numpy.libs beside it when the wheel has one."""
-    import numpy
-
-    package = Path(numpy.__file__).resolve().parent
-    return [path for path in (package, package.parent / "numpy.libs") if path.is_dir()]
-
-
 def bwrap_args(python: Path, limits: Limits) -> list[str]:
     """bwrap's options: the namespaces and identity, then what the sandbox sees."""
-    return [*_identity_args(), *_library_args(python), *_own_args(limits)]
+    return [*_identity_args(), *mounts.library_args(python), *_own_args(limits)]
 
 
 def _identity_args() -> list[str]:
@@ -89,35 +68,9 @@ def _identity_args() -> list[str]:
     ]
 
 
-def _library_args(python: Path) -> list[str]:
-    """The system's shared libraries, the interpreter with its stdlib, and NumPy: read-only."""
-    prefix = python.parent.parent  # /usr or /usr/local
-    stdlib = prefix / "lib" / python.name
-    args = []
-    for top in ("/usr/lib", "/usr/lib64", "/usr/lib32"):
-        if os.path.isdir(top):
-            args += ["--ro-bind", top, top]
-    for link in ("/lib", "/lib64", "/lib32"):
-        if os.path.islink(link):
-            args += ["--symlink", os.readlink(link), link]
-        elif os.path.isdir(link):
-            args += ["--ro-bind", link, link]
-    if prefix != Path("/usr"):  # /usr/local: the interpreter's stdlib and libpython
-        args += ["--ro-bind", str(prefix / "lib"), str(prefix / "lib")]
-    args += ["--ro-bind", str(python), str(python)]
-    # Installed packages stay out of reach: only the stdlib and NumPy are importable.
-    for hidden in (stdlib / "site-packages", stdlib / "dist-packages", prefix / "lib/python3"):
-        if hidden.is_dir():
-            args += ["--tmpfs", str(hidden), "--remount-ro", str(hidden)]
-    for path in numpy_dirs():
-        args += ["--ro-bind", str(path), f"{INSIDE_LIB}/{path.name}"]
-    return args
-
-
 def _own_args(limits: Limits) -> list[str]:
     """The runner, the sandbox's own /proc and minimal /dev, a fresh /tmp; the rest read-only."""
     return [
-        *("--ro-bind", str(RUNNER), INSIDE_RUNNER),
         *("--proc", "/proc"),
         *("--dev", "/dev"),
         *("--remount-ro", "/dev"),  # /dev/shm would be a second /tmp without a size cap
@@ -140,22 +93,29 @@ def _outer_ids() -> tuple[int, int] | None:
     return uid, uid
 
 
-def _set_limits(limits: Limits, *, own_uid: bool) -> None:
-    """In the child before bwrap starts (after the uid change): every limit is inherited.
+def _set_limits(limits: Limits, ids: tuple[int, int] | None, group: cgroup.RunGroup | None) -> None:
+    """In the child before bwrap starts: the run's cgroup, every limit, then the uid.
 
     RLIMIT_NPROC is checked against the processes of the sandbox's user namespace and,
     with the limit its creator had, against every process of the outer uid. With a
     throwaway uid both counts are the sandbox's own. A service that is not root shares
     its uid with its other processes, so only the runner's limit inside applies there.
+    The cgroup is joined first, while this child may still write its ``cgroup.procs``.
     """
+    for procs in group.procs_files() if group is not None else []:
+        with open(procs, "w") as handle:
+            handle.write("0")
     cpu = max(1, limits.cpu_seconds)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-    if own_uid:
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    if ids is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+        os.setgroups([])
+        os.setregid(ids[1], ids[1])
+        os.setreuid(ids[0], ids[0])
 
 
 def _launcher(limits: Limits, ids: tuple[int, int] | None) -> list[str] | None:
@@ -196,9 +156,11 @@ class Run:
     output: bytearray = dataclasses.field(default_factory=bytearray)
     results: bytearray = dataclasses.field(default_factory=bytearray)
     info: bytearray = dataclasses.field(default_factory=bytearray)
-    killed_for: str | None = None  # "time" or "output" or "results"
+    killed_for: str | None = None  # "time", "output", "results" or "memory"
     returncode: int | None = None
     init_pidfd: int | None = None  # the sandbox's pid 1, as bwrap's --info-fd names it
+    group: cgroup.RunGroup | None = None  # the run's cgroup, where the machine has one
+    peak_memory: int | None = None  # the most the whole run held, from its cgroup
 
 
 def start(
@@ -206,78 +168,101 @@ def start(
 ) -> tuple[Run, float]:
     """Run the runner in the sandbox with ``request`` on stdin; collect everything, bounded."""
     wall = timeout if timeout is not None else limits.wall_seconds
-    ids = _outer_ids()
     filter_fd = seccomp.program_fd()  # SandboxUnavailable before anything starts
+    args = bwrap_args(python, limits)
     read_results, write_results = os.pipe()
     read_info, write_info = os.pipe()
     run = Run()
     started = time.monotonic()
     command = [
-        *bwrap_args(python, limits),
-        "--info-fd",
-        str(write_info),
+        *args,
+        *("--info-fd", str(write_info)),
         # Loaded last, just before the runner starts: bwrap's own setup is not filtered.
-        "--seccomp",
-        str(filter_fd),
-        str(python),
-        "-I",
-        "-S",
-        "-B",
+        *("--seccomp", str(filter_fd)),
+        mounts.inside_interpreter(python),
         # Unbuffered: what the code printed before a limit stopped it still reaches the
         # learner, who needs it most then.
-        "-u",
-        INSIDE_RUNNER,
-        str(write_results),
-        str(limits.processes),
+        *("-I", "-S", "-B", "-u"),
+        *(INSIDE_RUNNER, str(write_results), str(limits.processes)),
     ]
     try:
+        run.group = _run_group(limits)
         with tempfile.TemporaryFile() as stdin:
             stdin.write(request)
             stdin.seek(0)
-            front = _launcher(limits, ids)
-            if front is not None:
-                process = subprocess.Popen(
-                    [*front, *command],
-                    stdin=stdin,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(write_results, write_info, filter_fd),
-                    env={},
-                    close_fds=True,
-                    start_new_session=True,
-                )
-            else:
-                process = subprocess.Popen(
-                    command,
-                    stdin=stdin,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(write_results, write_info, filter_fd),
-                    env={},
-                    close_fds=True,
-                    start_new_session=True,
-                    user=ids[0] if ids else None,
-                    group=ids[1] if ids else None,
-                    extra_groups=[] if ids else None,
-                    preexec_fn=lambda: _set_limits(
-                        limits, own_uid=ids is not None
-                    ),  # rlimits only: nothing else
-                )
-    except OSError as exc:
+            fds = (write_results, write_info, filter_fd)
+            process = _spawn(command, stdin, limits, run.group, fds)
+    except (OSError, SandboxUnavailable) as exc:
         for fd in (read_results, read_info):
             os.close(fd)
+        _forget_group(run)
+        if isinstance(exc, SandboxUnavailable):
+            raise
         raise SandboxUnavailable(f"bubblewrap could not start: {exc}") from exc
     finally:
-        os.close(write_results)
-        os.close(write_info)
-        os.close(filter_fd)
+        for fd in (write_results, write_info, filter_fd):
+            os.close(fd)
     try:
-        _collect(
-            process, {read_results: run.results, read_info: run.info}, run, limits, started + wall
-        )
+        pipes = {read_results: run.results, read_info: run.info}
+        _collect(process, pipes, run, limits, started + wall)
     finally:
         _finish(process, run, deadline=started + wall)
+        _forget_group(run)
     return run, time.monotonic() - started
+
+
+_warned: set[str] = set()
+
+
+def _run_group(limits: Limits) -> cgroup.RunGroup | None:
+    """A cgroup of the run's own, or None where the machine gives none (said once)."""
+    where = cgroup.place()
+    if isinstance(where, str):
+        if where not in _warned:
+            _warned.add(where)
+            logger.warning("Lab runs have no memory cgroup, RLIMIT_AS alone: %s", where)
+        return None
+    try:
+        return cgroup.RunGroup(where, limits)
+    except OSError as exc:
+        raise SandboxUnavailable(f"the run's cgroup could not be made: {exc}") from exc
+
+
+def _forget_group(run: Run) -> None:
+    if run.group is None:
+        return
+    run.peak_memory = run.group.peak()
+    try:
+        run.group.remove()
+    except OSError:
+        logger.exception("A lab run's cgroup could not be removed: %s", run.group.memory)
+    run.group = None
+
+
+def _spawn(
+    command: list[str],
+    stdin: Any,
+    limits: Limits,
+    group: cgroup.RunGroup | None,
+    fds: tuple[int, ...],
+) -> subprocess.Popen[bytes]:
+    """Start bwrap: behind ``setpriv``/``prlimit`` (and the cgroup's join) where they are
+    installed, else from a forked child that sets the same (``_set_limits``)."""
+    ids = _outer_ids()
+    front = _launcher(limits, ids)
+    options: dict[str, Any] = {
+        "stdin": stdin,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.STDOUT,
+        "pass_fds": fds,
+        "env": {},
+        "close_fds": True,
+        "start_new_session": True,
+    }
+    if front is not None:
+        join = cgroup.join_command(group.procs_files()) if group is not None else []
+        return subprocess.Popen([*join, *front, *command], **options)
+    return subprocess.Popen(command, preexec_fn=lambda: _set_limits(limits, ids, group), **options)
 
 
 def _note_init(run: Run) -> None:
@@ -320,11 +305,11 @@ def _collect(
             os.set_blocking(fd, False)
             selector.register(fd, selectors.EVENT_READ)
         while selector.get_map() and run.killed_for is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                run.killed_for = "time"
+            run.killed_for = _stopped(run, deadline)
+            if run.killed_for is not None:
                 break
-            for key, _ in selector.select(timeout=min(remaining, 0.5)):
+            remaining = deadline - time.monotonic()
+            for key, _ in selector.select(timeout=max(0.0, min(remaining, 0.5))):
                 buffer = pipes[key.fd]
                 cap = caps.get(id(buffer), 4096)
                 with contextlib.suppress(BlockingIOError):
@@ -341,6 +326,16 @@ def _collect(
             os.close(fd)
 
 
+def _stopped(run: Run, deadline: float) -> str | None:
+    """The limit that stops the run now: its wall time, or its cgroup's memory (the kernel
+    killed one of its processes for it: the rest goes too), else None."""
+    if time.monotonic() >= deadline:
+        return "time"
+    if run.group is not None and run.group.oom_killed():
+        return "memory"
+    return None
+
+
 def _finish(process: subprocess.Popen[bytes], run: Run, *, deadline: float) -> None:
     """Stop what is left, and return only once nothing of the sandbox runs."""
     if run.killed_for is not None:
@@ -354,6 +349,8 @@ def _finish(process: subprocess.Popen[bytes], run: Run, *, deadline: float) -> N
     assert process.stdout is not None
     process.stdout.close()
     run.returncode = process.returncode
+    if run.killed_for is None and run.group is not None and run.group.oom_killed():
+        run.killed_for = "memory"
     if run.init_pidfd is not None:
         # Readable once pid 1 has exited, which the kernel lets happen only after
         # every other process of its namespace is gone.

@@ -11,6 +11,14 @@ Only the machine's own architecture is allowed: a call made through another ABI 
 32-bit ``int 0x80`` entry on x86-64, where a deny list by number would not apply) kills
 the process. The filter is built with libseccomp (``pyseccomp``); without libseccomp
 there is no sandbox, and ``labs.sandbox.unavailable`` says so.
+
+Memory a run could hold outside its own address space (System V shared memory and
+message queues, POSIX message queues, memfd, kernel AIO rings) is refused too: the
+address-space limit counts only what is mapped, and a segment outlives its mapping.
+``socket`` and ``socketpair`` are allowed for ``AF_UNIX`` alone (a lab needs no other
+family): vsock is not namespaced, and on a virtual machine it reaches the
+hypervisor and every other run; netlink, packet and the rest reach the kernel's network
+code. Every other family fails with EPERM, checked on the call's first argument.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import socket
 import tempfile
 
 from labs.sandbox.limits import SandboxUnavailable
@@ -54,6 +63,36 @@ DENIED: dict[str, tuple[str, ...]] = {
         "sysfs",
         "vhangup",
     ),
+    # Memory held outside the process's mappings, which RLIMIT_AS does not count, and
+    # shared between processes: System V IPC, POSIX message queues, memfd, kernel AIO.
+    "memory beyond the address space": (
+        "shmget",
+        "shmat",
+        "shmctl",
+        "shmdt",
+        "msgget",
+        "msgsnd",
+        "msgrcv",
+        "msgctl",
+        "semget",
+        "semop",
+        "semtimedop",
+        "semctl",
+        "mq_open",
+        "mq_unlink",
+        "mq_timedsend",
+        "mq_timedreceive",
+        "mq_notify",
+        "mq_getsetattr",
+        "memfd_create",
+        "memfd_secret",
+        "io_setup",
+        "io_submit",
+        "io_getevents",
+        "io_pgetevents",
+        "io_cancel",
+        "io_destroy",
+    ),
     # Privileged in any case: refused here too, so no capability bug can open them.
     "mounts, namespaces and the machine": (
         "mount",
@@ -89,6 +128,11 @@ DENIED: dict[str, tuple[str, ...]] = {
 }
 
 
+# Calls allowed only for local sockets: refused when their first argument (the address
+# family) is anything but AF_UNIX.
+UNIX_ONLY = ("socket", "socketpair")
+
+
 def denied_calls() -> list[str]:
     return [name for group in DENIED.values() for name in group]
 
@@ -111,6 +155,10 @@ def program() -> bytes:
                 rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
             except (ValueError, OSError):
                 continue  # a call this architecture or libseccomp does not have
+        for name in UNIX_ONLY:
+            rules.add_rule(
+                seccomp.ERRNO(errno.EPERM), name, seccomp.Arg(0, seccomp.NE, socket.AF_UNIX)
+            )
         with tempfile.TemporaryFile() as compiled:
             rules.export_bpf(compiled)
             compiled.seek(0)
