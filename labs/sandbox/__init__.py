@@ -16,14 +16,22 @@ down: a seccomp filter refuses the calls a lab never needs (``labs.sandbox.secco
 How. ``bwrap`` with every namespace unshared (no network at all, its own pids), an
 unprivileged uid inside and outside (root hands over to a throwaway uid, so the process
 limit counts), no capabilities, an empty environment, a root of its own holding only
-read-only binds of the system libraries, the interpreter and its stdlib (site-packages
-hidden), NumPy alone, and the runner; a seccomp filter (ptrace, keyrings, bpf, perf,
-userfaultfd, io_uring and the like refused; another ABI kills); a fresh size-capped /tmp per run; rlimits for CPU,
-memory, processes and file size; the parent kills the whole sandbox on wall time or
-on too much output. Nothing ever runs outside it: without bwrap, ``run`` raises
-``SandboxUnavailable``.
+what a run needs, read-only and at neutral paths (``mounts``): the interpreter and its
+stdlib under /sandbox/python (site-packages hidden), NumPy alone and the runner under
+/sandbox, and each shared library they link, listed from their real dependencies, so
+no other program exists inside and /proc/self/mountinfo names no path of the checkout
+or the virtualenv; a seccomp filter (ptrace, keyrings, bpf, perf, userfaultfd, io_uring
+and the like refused; memory held outside the mappings refused: System V and POSIX IPC,
+memfd, AIO; sockets of any family but AF_UNIX refused; another ABI kills); a fresh
+size-capped /tmp per run; a cgroup per run bounding the whole run's memory (every
+process, tmpfs included) and processes, where the machine gives one (``cgroup``; else
+``memory_bound`` says why, and RLIMIT_AS per process remains); rlimits for CPU, memory,
+processes and file size; the parent kills the whole sandbox on wall time, on too much
+output, or when the kernel killed a process of the run for memory. Nothing ever runs
+outside it: without bwrap, ``run`` raises ``SandboxUnavailable``.
 
-Here: ``run`` and ``unavailable``; ``limits`` holds ``Limits``; ``seccomp`` the filter; ``bwrap`` starts the
+Here: ``run``, ``unavailable`` and ``memory_bound``; ``limits`` holds ``Limits``; ``seccomp``
+the filter; ``mounts`` what a run sees; ``cgroup`` a run's cgroup; ``bwrap`` starts the
 sandbox and collects a run; ``answer`` reads what came back; ``labs/runner.py`` is
 what runs inside.
 """
