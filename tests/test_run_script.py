@@ -1,10 +1,18 @@
-"""bin/run, the script behind `make run`: what it hands the processes it starts."""
+"""bin/run, the script behind `make run`: what it hands the processes it starts, and how it
+stops them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,3 +54,77 @@ def test_lab_submissions_have_a_worker_of_their_own():
     assert queues == ["celery", "labs"]
     labs = next(words for words in workers if "labs" in words)
     assert "--concurrency=2" in labs and "labs@%h" in labs
+
+
+def _session(sid: int) -> dict[int, str]:
+    """The live processes of session ``sid`` (bin/run's, started in a session of its own),
+    by pid with their command lines."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, _ppid, _pgrp, session = (
+                (entry / "stat").read_text().rsplit(")", 1)[1].split()[:4]
+            )
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        if int(session) == sid and state != "Z":
+            found[int(entry.name)] = command
+    return found
+
+
+def _wait(condition, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+def test_a_term_to_its_process_group_stops_every_process_within_ten_seconds(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(
+        PORT=str(port),
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        STUDY_VAR_DIR=str(tmp_path / "var"),
+        VENV=str(Path(sys.executable).parent.parent),
+    )
+    output = tmp_path / "run.log"
+    with output.open("wb") as log:
+        run = subprocess.Popen(
+            ["bin/run"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+
+        def up() -> bool:
+            assert run.poll() is None, output.read_text()[-3000:]
+            text = output.read_text(errors="replace")
+            # Serving, both workers ready (their pool children started), beat started.
+            return "Serving on" in text and text.count(" ready.") == 2 and "beat: Starting" in text
+
+        _wait(up, "bin/run to serve with both workers ready", timeout=300)
+        assert len(_session(run.pid)) >= 8  # the script, 2 workers with 2 children each, ...
+
+        os.killpg(run.pid, signal.SIGTERM)
+        stopped = time.monotonic()
+        while _session(run.pid) and time.monotonic() - stopped < 30:
+            time.sleep(0.1)
+        took = time.monotonic() - stopped
+        left = _session(run.pid)
+        assert not left and took < 10, (took, left, output.read_text()[-3000:])
+        assert run.wait(timeout=5) is not None
+    finally:
+        for pid in _session(run.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
