@@ -91,7 +91,7 @@ def _set_learner_cookie(request: HttpRequest, response: HttpResponseBase, key: s
         max_age=max_age,
         path=settings.SESSION_COOKIE_PATH,
         domain=settings.SESSION_COOKIE_DOMAIN,
-        secure=settings.SESSION_COOKIE_SECURE or None,
+        secure=settings.SESSION_COOKIE_SECURE,
         httponly=False,  # read by the pages' scripts and the offline worker
         samesite=settings.SESSION_COOKIE_SAMESITE,
     )

@@ -6,6 +6,14 @@
 // first sent to POST /api/v1/reviews/. The server replays a repeated key instead of
 // counting the answer twice, so an item may be sent as often as needed and counts once.
 //
+// The queue is per learner: "learner" is the opaque key the page names (html[data-learner],
+// studyapp/cache_control.py), never an id or an e-mail. A page sends only its learner's
+// answers, and only while the browser's learner cookie names the same learner (a tab left
+// open from an earlier session never sends under the account signed in since). A page
+// that finds another learner signed in drops the answers of anyone else; signing out sends
+// what waits, then drops the learner's answers and the pages kept for them. A page with no
+// one signed in keeps the queue: a session that expired offline is signed into again.
+//
 // The queue is sent on every page load, on the browser's "online" event, when a tab
 // comes back into view, and on a timer while anything waits: navigator.onLine and the
 // "online" event say nothing about whether the server answers (on a machine whose only
@@ -27,6 +35,9 @@
   var RETRY_MAX_MS = 60000;
   // Fields of a queued item that go into the request body.
   var PAYLOAD = ["card", "result", "answer_text"];
+
+  // The cookie that names the learner of the browser's session (studyapp/cache_control.py).
+  var LEARNER_COOKIE = "study_learner";
 
   var root = document.documentElement;
   var learner = root.getAttribute("data-learner") || "";
@@ -59,10 +70,21 @@
     try { window.localStorage.setItem(STORE, JSON.stringify(items)); } catch (e) { /* full or blocked */ }
   }
 
-  // Only the signed-in learner's answers: another learner's stay where they are.
+  // Only the signed-in learner's answers.
   function mine() {
     if (!learner) return [];
     return readQueue().filter(function (item) { return String(item.learner) === learner; });
+  }
+
+  // The learner the browser's session belongs to now ("" for no one).
+  function cookieLearner() {
+    var match = new RegExp("(?:^|;\\s*)" + LEARNER_COOKIE + "=([^;]*)").exec(document.cookie);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  // Whether this page's learner is still the browser's: another may have signed in since.
+  function current() {
+    return Boolean(learner) && cookieLearner() === learner;
   }
 
   function dequeue(key) {
@@ -187,7 +209,11 @@
   }
 
   // Sends this learner's queue in order and stops at the first answer that must wait.
+  // Nothing is sent once another learner (or no one) holds the browser's session.
   function sendAll() {
+    if (!current()) {
+      return Promise.resolve({ sent: 0, waiting: mine().length, answers: answers, stale: true });
+    }
     var items = mine();
     var result = { sent: 0, waiting: items.length, answers: answers };
     var chain = Promise.resolve(true);
@@ -227,7 +253,7 @@
   function settled(result) {
     window.clearTimeout(retryTimer);
     retryTimer = null;
-    if (result.waiting) {
+    if (result.waiting && !result.stale) {
       retryTimer = window.setTimeout(flush, retryDelay);
       retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
     } else {
@@ -296,21 +322,67 @@
     });
   }
 
-  // Signed out: forget the pages kept for the last learner (the styles and scripts stay).
-  function forgetPages() {
-    if (!window.caches) return;
-    caches.keys().then(function (names) {
-      names.filter(function (name) { return name.indexOf("study-") === 0; }).forEach(function (name) {
-        caches.open(name).then(function (cache) {
-          cache.keys().then(function (requests) {
-            requests.forEach(function (req) {
-              if (new URL(req.url).pathname.indexOf("/static/") !== 0) cache.delete(req);
-            });
-          });
-        });
-      });
+  // Drops the pages the service worker keeps for anyone but the learner ``key`` ("": for
+  // everyone); the styles and scripts stay. The worker does the same when a page from the
+  // server names its learner; this covers a page it did not see (a reload that bypassed it).
+  function keepPagesOf(key) {
+    if (!window.caches) return Promise.resolve();
+    return caches.keys().then(function (names) {
+      return Promise.all(names.filter(function (name) {
+        var at = name.indexOf("-learner-");
+        return name.indexOf("study-") === 0 && at !== -1 && name.slice(at + 9) !== key;
+      }).map(function (name) { return caches.delete(name); }));
     }).catch(function () { /* storage blocked */ });
   }
+
+  // Drops what this browser keeps of anyone but the learner ``key`` ("": of everyone):
+  // their waiting answers and the record of those sent.
+  function keepAnswersOf(key) {
+    var queue = readQueue();
+    var kept = queue.filter(function (item) { return String(item.learner) === key; });
+    if (kept.length !== queue.length) writeQueue(kept);
+    try {
+      var sent = JSON.parse(window.localStorage.getItem(SENT) || "[]");
+      if (!Array.isArray(sent)) sent = [];
+      var left = sent.filter(function (entry) { return String(entry.learner) === key; });
+      if (left.length !== sent.length) window.localStorage.setItem(SENT, JSON.stringify(left));
+    } catch (e) { /* storage blocked */ }
+  }
+
+  // A copy the worker kept for a learner whose session is over (it could not read the
+  // cookie itself): stop drawing it, drop it, and ask the worker again.
+  function refuseForeignCopy() {
+    window.stop();
+    root.setAttribute("data-foreign-copy", "1");
+    var now = cookieLearner();
+    keepPagesOf(now).then(function () {
+      if (navigator.serviceWorker && navigator.serviceWorker.controller) window.location.reload();
+    });
+  }
+
+  // Signing out: what waits is sent first (bounded by the send timeout), then this
+  // learner's answers and kept pages are dropped and the form goes on. Offline, the form
+  // goes on as before and keeps them: the learner is still signed in when it fails.
+  function signOut(event) {
+    var form = event.target;
+    if (event.defaultPrevented || !learner) return;
+    if (!form || !form.hasAttribute || !form.hasAttribute("data-logout")) return;
+    event.preventDefault();
+    var deadline = new Promise(function (done) { window.setTimeout(done, TIMEOUT_MS); });
+    var sending = mine().length ? flush() : Promise.resolve();
+    Promise.race([sending, deadline]).then(function () {
+      if (reachable) {
+        keepAnswersOf("");
+        return keepPagesOf("");
+      }
+    }).then(function () { form.submit(); });
+  }
+
+  // A kept copy of another learner's page is never shown; a learner found signed in
+  // drops what the browser kept of anyone else.
+  var foreign = root.hasAttribute("data-offline-copy") && !current();
+  if (foreign) refuseForeignCopy();
+  else if (learner && current()) keepAnswersOf(learner);
 
   // Until the review page has settled the queue, its card may be one answered offline.
   if (mine().length) root.setAttribute("data-queue", "pending");
@@ -334,9 +406,11 @@
   document.addEventListener("visibilitychange", function () {
     if (document.visibilityState === "visible" && mine().length) flush();
   });
+  document.addEventListener("submit", signOut);
   document.addEventListener("DOMContentLoaded", function () {
+    if (foreign) return;
     registerWorker();
-    if (!learner) forgetPages();
+    if (!root.hasAttribute("data-offline-copy")) keepPagesOf(learner);
     // A kept page's badge was counted before the answers that now wait.
     if (root.hasAttribute("data-offline-copy") && badge()) {
       setBadge(Math.max(0, (parseInt(badge().textContent, 10) || 0) - mine().length));

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from cards import services as card_services
 from cards.models import Card, ReviewLog, ReviewState
+from studyapp.cache_control import learner_key
 
 from .conftest import axe_check, go_offline, go_online, log_in, wait_until
 
@@ -162,17 +163,24 @@ def test_the_worker_keeps_no_api_answer_and_drops_old_versions(
         "caches.keys().then(ns => Promise.all(ns.map(n => caches.open(n)"
         ".then(c => c.keys()).then(rs => [n, rs.map(r => new URL(r.url).pathname)]))))"
     )
-    assert len(kept) == 1
-    name, paths = kept[0]
-    assert name.startswith("study-")
-    assert {"/review/", "/", "/static/css/site.css", "/static/js/offline.js"} <= set(paths)
-    assert not [path for path in paths if path.startswith("/api/")]
+    # The static files in the version's cache, the pages in the learner's.
+    caches = dict(kept)
+    assert len(caches) == 2
+    static_name = next(name for name in caches if "-learner-" not in name)
+    pages_name = f"{static_name}-learner-{learner_key(learner)}"
+    assert {"/static/css/site.css", "/static/js/offline.js"} <= set(caches[static_name])
+    assert set(caches[pages_name]) == {"/review/", "/"}
+    assert not [path for paths in caches.values() for path in paths if path.startswith("/api/")]
 
-    # A new version of the kept files names a new cache; the old one goes on activation.
+    # A new version of the kept files names new caches; the old ones go on activation.
     monkeypatch.setattr("studyapp.views._offline_version", lambda: "next-version")
     monkeypatch.setattr("studyapp.views._cached_offline_version", lambda: "next-version")
     page.evaluate("navigator.serviceWorker.getRegistration().then(r => r.update())")
-    wait_until(page, "caches.keys().then(ns => ns.length === 1 && ns[0] === 'study-next-version')")
+    wait_until(
+        page,
+        "caches.keys().then(ns => ns.sort().join() === "
+        f"'study-next-version,study-next-version-learner-{learner_key(learner)}')",
+    )
 
 
 def test_answers_queued_offline_are_sent_once_from_the_dashboard(
@@ -211,7 +219,7 @@ def test_answers_queued_offline_are_sent_once_from_the_dashboard(
     page.evaluate(
         "items => localStorage.setItem('study.review-queue.v1', JSON.stringify(items))",
         [
-            {"key": key, "card": card, "result": "pass", "learner": str(learner.pk)}
+            {"key": key, "card": card, "result": "pass", "learner": learner_key(learner)}
             for key, card in (("replay-1", first), ("replay-2", second))
         ],
     )
@@ -505,7 +513,7 @@ def _sent_by_another_page(page, learner, card_id: int) -> None:
     page.evaluate(
         "([key, learner, card]) => localStorage.setItem(key, JSON.stringify("
         "[{learner: learner, card: card, t: Date.now()}]))",
-        [SENT, str(learner.pk), card_id],
+        [SENT, learner_key(learner), card_id],
     )
 
 
