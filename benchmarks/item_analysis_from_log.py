@@ -13,7 +13,8 @@ from django.db import connection, transaction
 
 from cards import item_analysis
 from cards.db.counts import kept
-from cards.item_analysis import COLUMNS, DEFAULT_ORDER, PAGE_SIZE, CardRow, card_filter, card_row
+from cards.db.item_figures import card_filter
+from cards.item_analysis import COLUMNS, DEFAULT_ORDER, PAGE_SIZE, CardRow, card_row
 from cards.lapses import leech_lapses
 
 _CARD_FIGURES = f"""

@@ -280,6 +280,15 @@ class LapseCount(KeptByDatabase):
         return f"{self.learner_id} / card {self.card_id}: {self.n} lapses"
 
 
+class ReviewLogQuerySet(models.QuerySet["ReviewLog"]):
+    def kept(self) -> ReviewLogQuerySet:
+        """The reviews that no undo cancelled: neither an undo entry nor undone.
+
+        The one ORM form of the rule; its SQL form is ``cards.db.counts.kept``.
+        """
+        return self.filter(undo_of__isnull=True, undone_by__isnull=True)
+
+
 class ReviewLog(models.Model):
     """Append-only history of reviews, in the spirit of Anki's revlog.
 
@@ -324,6 +333,8 @@ class ReviewLog(models.Model):
         db_constraint=False,
         related_name="undone_by",
     )
+
+    objects = ReviewLogQuerySet.as_manager()
 
     class Meta:
         ordering = ["-reviewed_at", "-id"]

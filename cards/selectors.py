@@ -29,6 +29,7 @@ from .models import (
     Report,
     ReviewDay,
     ReviewLog,
+    ReviewLogQuerySet,
     ReviewState,
     Tag,
 )
@@ -118,7 +119,7 @@ def cards_visible_to(*, user) -> QuerySet[Card]:
     return cards.order_by("deck__slug", "position", "id")
 
 
-def review_history(*, learner, card_id: int | None = None) -> QuerySet[ReviewLog]:
+def review_history(*, learner, card_id: int | None = None) -> ReviewLogQuerySet:
     logs = ReviewLog.objects.filter(learner=learner)
     if card_id is not None:
         logs = logs.filter(card_id=card_id)
@@ -127,18 +128,12 @@ def review_history(*, learner, card_id: int | None = None) -> QuerySet[ReviewLog
 
 def written_answers(*, learner, card_id: int) -> QuerySet[ReviewLog]:
     """The learner's written answers to a card, newest first, without undone reviews."""
-    return (
-        review_history(learner=learner, card_id=card_id)
-        .filter(undo_of__isnull=True, undone_by__isnull=True)
-        .exclude(answer_text="")
-    )
+    return review_history(learner=learner, card_id=card_id).kept().exclude(answer_text="")
 
 
 def net_review_log(*, learner) -> QuerySet[ReviewLog]:
     """The learner's reviews oldest first, without undone ones or their undo entries."""
-    return ReviewLog.objects.filter(
-        learner=learner, undo_of__isnull=True, undone_by__isnull=True
-    ).order_by("reviewed_at", "id")
+    return ReviewLog.objects.kept().filter(learner=learner).order_by("reviewed_at", "id")
 
 
 def review_calendar(*, learner, start: dt.date, end: dt.date) -> dict[dt.date, int]:

@@ -47,10 +47,13 @@ def net(alias: str = "") -> str:
 
 def kept(alias: str, *, log_table: str = "cards_reviewlog") -> str:
     """SQL condition: the entry ``alias`` is a review that no undo cancelled (not an undo
-    entry, not undone). The rows whose ``net`` sums stay after the pairs cancel out."""
+    entry, not undone). The rows whose ``net`` sums stay after the pairs cancel out.
+
+    The one SQL form of the rule (its ORM form is ``ReviewLog.objects.kept()``): an
+    anti-join on the unique index of ``undo_of``, one probe per entry."""
     return (
-        f"{alias}.undo_of_id IS NULL AND {alias}.id NOT IN ("
-        f"SELECT u.undo_of_id FROM {log_table} u WHERE u.undo_of_id IS NOT NULL)"
+        f"{alias}.undo_of_id IS NULL AND NOT EXISTS ("
+        f"SELECT 1 FROM {log_table} u WHERE u.undo_of_id = {alias}.id)"
     )
 
 
@@ -84,8 +87,8 @@ def review_days_from_log(log_table: str = "cards_reviewlog") -> str:
         SUM({net("l")}),
         SUM(CASE WHEN l.result = 'pass'
             THEN ({net("l")}) ELSE 0 END),
-        MIN(CASE WHEN l.undo_of_id IS NULL AND u.id IS NULL THEN l.due_before END)
-    FROM {log_table} l LEFT JOIN {log_table} u ON u.undo_of_id = l.id
+        MIN(CASE WHEN {kept("l", log_table=log_table)} THEN l.due_before END)
+    FROM {log_table} l
 """
 
 
@@ -427,10 +430,7 @@ def _pg_sized_apply(table: str, key: str, transition: str) -> Callable[[str, str
 _PAIRS = "cards_learnercardfigures"
 _PAIR_KEY = "learner_id, card_id"
 _PAIR_COLUMNS = f"{_PAIR_KEY}, reviews, passes, lapses, first_pass"
-_PAIR_KEPT = (
-    "l.undo_of_id IS NULL AND NOT EXISTS "
-    "(SELECT 1 FROM cards_reviewlog u WHERE u.undo_of_id = l.id)"
-)
+_PAIR_KEPT = kept("l")
 # A pair's figures over its kept reviews ``l``: reviews, passes, fails, and 1 when the
 # first (the lowest id: the log is appended in time order) passed.
 _PAIR_SUMS = """COUNT(*),

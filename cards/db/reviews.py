@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.utils import timezone
 
-from ..models import ReviewDay, ReviewLog, ReviewState
+from ..models import IdempotencyKey, ReviewDay, ReviewLog, ReviewState
 from .counts import REVIEW_DAY_COLUMNS, REVIEW_DAY_ON_CONFLICT_ADD, review_day_add
 from .inserts import inserted, raw_insert
 
@@ -97,3 +97,17 @@ def _move_and_log_one_statement(
         return False
     inserted(log, logged[0])
     return True
+
+
+def insert_unless_taken(record: IdempotencyKey) -> IdempotencyKey | None:
+    """Insert the claim ``record`` unless its (learner, key) is taken: one statement,
+    ``ON CONFLICT DO NOTHING``. The saved record, or None when the key was taken."""
+    insert = raw_insert(IdempotencyKey, [record])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {insert.table} ({insert.columns}) VALUES {insert.rows} "
+            "ON CONFLICT (learner_id, key) DO NOTHING RETURNING id",
+            insert.params,
+        )
+        row = cursor.fetchone()
+    return None if row is None else inserted(record, row[0])

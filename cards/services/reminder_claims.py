@@ -24,15 +24,12 @@ When a reminder is due
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.db import connection
 from django.db.models import F, QuerySet
 
-from ..db.queue import due_count_sql, in_pause_sql
+from ..db import reminders as reminder_rows
 from ..ladder import reminder_day
 from ..models import LearnerProfile
 from .scheduling import zone_or_utc
@@ -89,52 +86,20 @@ def due_groups(*, at: dt.datetime, after: int = 0, up_to: int | None = None) -> 
     return groups
 
 
-def _as_claims(rows: Sequence[Sequence[Any]]) -> list[ReminderClaim]:
-    # SQLite hands dates back as ISO strings from a raw cursor.
-    return [
-        ReminderClaim(
-            reminder_id=row[0],
-            learner_id=row[1],
-            study_day=row[2] if isinstance(row[2], dt.date) else dt.date.fromisoformat(row[2]),
-            due_count=row[3],
-        )
-        for row in rows
-    ]
+def _as_claims(rows: list[reminder_rows.ClaimRow]) -> list[ReminderClaim]:
+    return [ReminderClaim(*row) for row in rows]
 
 
 def claim_new(
     *, table: str, table_params: list[Any], at: dt.datetime, after: int, up_to: int | None
 ) -> list[ReminderClaim]:
-    ops = connection.ops
-    user_table = get_user_model()._meta.db_table
-    upper = "AND p.user_id <= %s" if up_to is not None else ""
-    sql = f"""
-        INSERT INTO cards_reminder (learner_id, study_day, due_count, sent_at, created_at)
-        SELECT learner_id, study_day, due_count, NULL, %s FROM (
-            SELECT p.user_id AS learner_id, g.study_day AS study_day,
-                {due_count_sql("p.user_id", "g.study_day")} AS due_count
-            FROM cards_learnerprofile p
-            JOIN {user_table} u ON u.id = p.user_id
-            JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
-                AND g.hour = p.reminder_hour
-            WHERE p.reminders = %s AND u.is_active = %s AND u.email <> '' AND p.confirmed_email = u.email
-              AND p.user_id > %s {upper}
-              AND NOT {in_pause_sql("p", "g.study_day")}
-              AND NOT EXISTS (
-                  SELECT 1 FROM cards_reminder r
-                  WHERE r.learner_id = p.user_id AND r.study_day = g.study_day
-              )
-        ) candidates
-        WHERE due_count > 0
-        ON CONFLICT (learner_id, study_day) DO NOTHING
-        RETURNING id, learner_id, study_day, due_count
-    """
-    params = [ops.adapt_datetimefield_value(at), True, *table_params, True, True, after]
-    if up_to is not None:
-        params.append(up_to)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return _as_claims(cursor.fetchall())
+    """Claim a reminder for every recipient of ``table``'s groups with cards due today and
+    no reminder row yet (``cards.db.reminders.claim_new``)."""
+    return _as_claims(
+        reminder_rows.claim_new(
+            table=table, table_params=table_params, at=at, after=after, up_to=up_to
+        )
+    )
 
 
 def reclaim_stale(
@@ -148,43 +113,17 @@ def reclaim_stale(
 ) -> list[ReminderClaim]:
     """Take over claims left unsent for ``retry_after``, for reminders still due today.
 
-    The condition on ``created_at`` is re-checked under the row lock, so of two
-    passes racing here only the first re-stamps (and sends) a given row. The count
+    Of two passes racing here only the first re-stamps (and sends) a given row. The count
     is taken afresh, as the learner may have reviewed since the claim; a claim with
     nothing due any more is left alone (and sent should cards fall due again that day).
     """
-    ops = connection.ops
-    user_table = get_user_model()._meta.db_table
-    learner, day = "cards_reminder.learner_id", "cards_reminder.study_day"
-    upper = "AND cards_reminder.learner_id <= %s" if up_to is not None else ""
-    sql = f"""
-        UPDATE cards_reminder
-        SET created_at = %s, due_count = {due_count_sql(learner, day)}
-        WHERE sent_at IS NULL AND created_at < %s
-          AND cards_reminder.learner_id > %s {upper}
-          AND {due_count_sql(learner, day)} > 0
-          AND EXISTS (
-              SELECT 1 FROM cards_learnerprofile p
-              JOIN {user_table} u ON u.id = p.user_id
-              JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
-                  AND g.hour = p.reminder_hour
-              WHERE p.user_id = cards_reminder.learner_id
-                AND g.study_day = cards_reminder.study_day
-                AND p.reminders = %s AND u.is_active = %s AND u.email <> '' AND p.confirmed_email = u.email
-          )
-        RETURNING id, learner_id, study_day, due_count
-    """
-    params = [
-        ops.adapt_datetimefield_value(at),
-        True,
-        ops.adapt_datetimefield_value(at - retry_after),
-        after,
-        *([up_to] if up_to is not None else []),
-        True,
-        *table_params,
-        True,
-        True,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return _as_claims(cursor.fetchall())
+    return _as_claims(
+        reminder_rows.reclaim_stale(
+            table=table,
+            table_params=table_params,
+            at=at,
+            stale_before=at - retry_after,
+            after=after,
+            up_to=up_to,
+        )
+    )

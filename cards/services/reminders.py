@@ -59,14 +59,15 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage, get_connection
-from django.db import connection
 from django.template.loader import get_template
 from django.urls import reverse
 
+from ..db import reminders as reminder_rows
+from ..db.placement import groups_table
 from ..metrics import REMINDERS_SENT
 from ..models import Reminder
 from .reminder_claims import ReminderClaim, claim_new, due_groups, recipients, reclaim_stale
-from .scheduling import groups_table, id_ranges
+from .scheduling import id_ranges
 
 logger = logging.getLogger(__name__)
 
@@ -142,27 +143,9 @@ def reminder_message(
 def _renew(reminder_ids: list[int], *, lease: dt.datetime, now: dt.datetime) -> set[int]:
     """Move the lease of the claims still held under ``lease`` to ``now``; returns their ids.
 
-    A compare-and-set on the claim time: a row another pass has taken over (its
-    ``created_at`` changed) or sent is not renewed and drops out.
+    A claim another pass has taken over, or sent, is not renewed and drops out.
     """
-    if not reminder_ids:
-        return set()
-    ops = connection.ops
-    marks = ", ".join(["%s"] * len(reminder_ids))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            UPDATE cards_reminder SET created_at = %s
-            WHERE id IN ({marks}) AND sent_at IS NULL AND created_at = %s
-            RETURNING id
-            """,
-            [
-                ops.adapt_datetimefield_value(now),
-                *reminder_ids,
-                ops.adapt_datetimefield_value(lease),
-            ],
-        )
-        return {row[0] for row in cursor.fetchall()}
+    return reminder_rows.renew(reminder_ids, lease=lease, now=now)
 
 
 def _close_quietly(mail: Any) -> None:

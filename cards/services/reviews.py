@@ -10,13 +10,12 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from studyapp.common.db import retried_on_conflict
 
 from .. import ladder, selectors
-from ..db.inserts import inserted, raw_insert
-from ..db.reviews import move_and_log
+from ..db.reviews import insert_unless_taken, move_and_log
 from ..models import Card, IdempotencyKey, ReviewLog, ReviewState
 from .errors import (
     ExerciseCardReview,
@@ -221,16 +220,7 @@ def idempotency_recorded_review(*, learner: Any, key: str) -> ReviewLog | None:
 
 def _idempotency_claim(*, learner: Any, key: str, fingerprint: str) -> IdempotencyKey | None:
     """Insert the claim unless the key is taken (``ON CONFLICT DO NOTHING``): one statement."""
-    record = IdempotencyKey(learner=learner, key=key, request_hash=fingerprint)
-    insert = raw_insert(IdempotencyKey, [record])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {insert.table} ({insert.columns}) VALUES {insert.rows} "
-            "ON CONFLICT (learner_id, key) DO NOTHING RETURNING id",
-            insert.params,
-        )
-        row = cursor.fetchone()
-    return None if row is None else inserted(record, row[0])
+    return insert_unless_taken(IdempotencyKey(learner=learner, key=key, request_hash=fingerprint))
 
 
 def _held(record: IdempotencyKey) -> Any:

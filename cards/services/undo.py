@@ -77,13 +77,8 @@ def _check_undoable(log: ReviewLog, *, learner: Any, at: dt.datetime) -> None:
 def _previous_review_at(log: ReviewLog, *, learner: Any) -> dt.datetime | None:
     """When the learner last reviewed the card before ``log``, counting no undone review."""
     return (
-        ReviewLog.objects.filter(
-            learner=learner,
-            card_id=log.card_id,
-            undo_of__isnull=True,
-            undone_by__isnull=True,
-            reviewed_at__lt=log.reviewed_at,
-        )
+        ReviewLog.objects.kept()
+        .filter(learner=learner, card_id=log.card_id, reviewed_at__lt=log.reviewed_at)
         .order_by("-reviewed_at", "-id")
         .values_list("reviewed_at", flat=True)
         .first()

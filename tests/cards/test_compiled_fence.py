@@ -148,3 +148,16 @@ def test_without_a_plain_queryset_a_failed_compile_raises(monkeypatch):
 
 def _raise(error: Exception):
     raise error
+
+
+def test_a_queryset_becomes_a_subquery_whose_placeholders_match_its_params():
+    from cards.db.compiled import subquery_sql
+
+    assert _parameters(Query.sql_with_params) == ["self"]
+    users = get_user_model().objects.filter(pk__gt=STAND_IN_PK, username="x").values("pk")
+    sql, params = subquery_sql(users)
+    assert sql.lstrip().upper().startswith("SELECT")
+    assert sql.count("%s") == len(params) == 2
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM ({sql}) picked", params)
+        assert cursor.fetchone() == (0,)

@@ -226,9 +226,7 @@ def test_concurrent_reviews_of_one_learner_are_all_counted(make_user):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_backfills_the_days_from_the_log(learner, deck):
-    from django.db.migrations.executor import MigrationExecutor
-
-    from .old_chain import chain_executor
+    from .old_chain import chain_executor, migrate_to_latest
 
     card = deck.cards.first()
     day = START.date()
@@ -268,6 +266,5 @@ def test_the_migration_backfills_the_days_from_the_log(learner, deck):
         assert migration.Migration.operations[-1].reversible
     finally:
         # As manage.py migrate would: part of the way, the database finishes the old chain.
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+        migrate_to_latest(connection)
     assert stored(learner) == expected
