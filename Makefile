@@ -1,5 +1,6 @@
 # Two commands: `make run` serves the site with Celery workers (the study core's and the
-# labs') and beat, `make test` runs ruff, mypy, lint-imports and the whole pytest suite with coverage.
+# labs') and beat, `make test` runs ruff, mypy, lint-imports, a check that the models need no
+# new migration, and the whole pytest suite with coverage.
 # Installs come from the pinned lock files in requirements/; `make lock` regenerates
 # them from the ranges in pyproject.toml.
 SHELL := /bin/bash
@@ -46,6 +47,7 @@ test: dev typecheck imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	set -a; eval "$$($(PY) bin/services_env)"; set +a; \
+	  $(PY) manage.py makemigrations --check --dry-run && \
 	  $(PY) -m pytest $(XDIST) $(COV) --durations=20 $(PYTEST_ARGS) && \
 	  if [ -z "$(PYTEST_ARGS)" ] && [ -n "$${DATABASE_URL:-}" ]; then \
 	    env -u DATABASE_URL -u REDIS_URL -u REQUIRE_SERVICES \
