@@ -11,12 +11,20 @@ size give the worst case over the shapes beside a plain body of the same size (a
 of floats, as ``json.dumps`` writes them, which the endpoint parses in full and then
 refuses because it wants an object): the guard against ``json.loads`` of it, the
 request against its request.
+
+Then, at ``--charset-size`` (1 MiB), the same through every charset a body may name:
+the plain body in each accepted charset (with and without a byte order mark, both byte
+orders, aliases), the worst crafted shape in it, and bodies under refused charsets
+(``punycode`` with the report's body, ``idna``, ``utf-7``, ``unicode_escape``, ``rot13``,
+an unknown name), each beside the plain UTF-8 body's request. ``--charsets-only`` skips
+the sizes above.
 Times are the best of ``--repeat`` runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import json
 import os
@@ -105,31 +113,138 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:,.1f} ms"
 
 
+# (label in the Content-Type, codec that writes the body, byte order mark written first)
+ACCEPTED = (
+    ("utf-8", "utf-8", b""),
+    ("utf-8", "utf-8", codecs.BOM_UTF8),
+    ("utf8", "utf-8", b""),
+    ("utf-16", "utf-16-le", codecs.BOM_UTF16_LE),
+    ("utf-16", "utf-16-be", codecs.BOM_UTF16_BE),
+    ("utf-16", "utf-16-le", b""),
+    ("utf-16", "utf-16-be", b""),
+    ("utf-16le", "utf-16-le", b""),
+    ("utf-16be", "utf-16-be", b""),
+    ("utf-32", "utf-32-le", codecs.BOM_UTF32_LE),
+    ("utf-32", "utf-32-be", codecs.BOM_UTF32_BE),
+    ("utf-32", "utf-32-le", b""),
+    ("utf-32le", "utf-32-le", b""),
+    ("utf-32be", "utf-32-be", b""),
+    ("us-ascii", "ascii", b""),
+    ("iso-8859-1", "latin-1", b""),
+)
+REFUSED = ("punycode", "idna", "utf-7", "unicode_escape", "rot13", "no-such-charset")
+
+
+def in_charset(body: bytes, codec: str, bom: bytes) -> bytes:
+    """An ASCII body written in ``codec`` after ``bom``."""
+    return bom + body.decode("ascii").encode(codec)
+
+
+def charset_cases(size: int) -> list[tuple[str, str, str, bytes, int]]:
+    """(name shown, label, codec, mark, characters) per accepted case: a body of that
+    many characters in the codec, after the mark, is at most ``size`` bytes."""
+    cases = []
+    for label, codec, bom in ACCEPTED:
+        chars = (size - len(bom)) // len("[".encode(codec))
+        name = f"{label}{' +BOM' if bom else ''}" + (f" ({codec})" if label != codec else "")
+        cases.append((name, label, codec, bom, chars))
+    return cases
+
+
+def round_robin(post, jobs: dict[tuple[str, str], tuple[bytes, str]], repeat: int):
+    """The best time of each job over ``repeat`` rounds that each run every job once,
+    so a machine busy with other work slows every case alike; and each job's answer."""
+    times: dict[tuple[str, str], float] = {}
+    statuses = {key: post(body, label) for key, (body, label) in jobs.items()}
+    for _ in range(repeat):
+        for key, (body, label) in jobs.items():
+            spent = best(lambda body=body, label=label: post(body, label), 1)
+            times[key] = min(times.get(key, spent), spent)
+    return times, statuses
+
+
+def charset_jobs(size: int) -> tuple[list, dict[tuple[str, str], tuple[bytes, str]]]:
+    """Every case's plain body and crafted shapes, then the refused charsets' bodies."""
+    cases = charset_cases(size)
+    jobs: dict[tuple[str, str], tuple[bytes, str]] = {}
+    for name, label, codec, bom, chars in cases:
+        jobs[(name, "plain")] = (in_charset(plain(chars), codec, bom), label)
+        for shape, raw in crafted(chars).items():
+            jobs[(name, shape)] = (in_charset(raw, codec, bom), label)
+    half = size // 2
+    bomb = b"a" * half + b"-" + b"a" * half  # the report's: 12 s at 512 KiB before
+    for label in REFUSED:
+        jobs[(label, "plain")] = (bomb if label == "punycode" else plain(size), label)
+    return cases, jobs
+
+
+def charsets_table(post, size: int, repeat: int) -> None:
+    """Each charset's plain body and its costliest crafted shape, beside UTF-8's."""
+    cases, jobs = charset_jobs(size)
+    times, statuses = round_robin(post, jobs, repeat)
+    shapes = ["plain", *crafted(64)]
+    yardstick = times[(cases[0][0], "plain")]  # the plain UTF-8 body
+    utf8_worst = max(times[(cases[0][0], shape)] for shape in shapes[1:])
+    print(f"\ncharsets at {size:,} bytes: the plain UTF-8 body's request {ms(yardstick)}")
+    print(f"{'charset':<34} {'plain':>9} {'x utf-8':>8} {'worst crafted':>14} {'x utf-8':>8}")
+    worst_ratio = 0.0
+    for name, *_ in cases:
+        took = times[(name, "plain")]
+        shape = max(shapes[1:], key=lambda shape, name=name: times[(name, shape)])
+        worst = times[(name, shape)]
+        worst_ratio = max(worst_ratio, took / yardstick)
+        print(
+            f"{name:<34} {ms(took):>9} {took / yardstick:>7.2f}x {ms(worst):>14} "
+            f"{worst / utf8_worst:>7.2f}x  {statuses[(name, 'plain')]} (worst: {shape})"
+        )
+    for label in REFUSED:
+        took = times[(label, "plain")]
+        worst_ratio = max(worst_ratio, took / yardstick)
+        refused = f"{label} (refused)"
+        print(
+            f"{refused:<34} {ms(took):>9} {took / yardstick:>7.2f}x  {statuses[(label, 'plain')]}"
+        )
+    print(
+        f"  the costliest plain body: {worst_ratio:.2f}x the plain UTF-8 body's request; "
+        "the crafted column is against UTF-8's costliest crafted shape"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--charset-size", type=int, default=1024 * 1024)
+    parser.add_argument("--charsets-only", action="store_true")
     args = parser.parse_args()
     setup()
     from django.test import Client
 
-    from studyapp.common.jsonscan import json_depth
-
     client = Client()
 
-    def post(body: bytes) -> int:
-        response = client.post("/api/v1/auth/token/", body, content_type="application/json")
+    def post(body: bytes, charset: str | None = None) -> int:
+        content_type = "application/json" + (f"; charset={charset}" if charset else "")
+        # generic(), as post() would re-encode the bytes in the charset.
+        response = client.generic("POST", "/api/v1/auth/token/", body, content_type)
         return response.status_code
 
+    if not args.charsets_only:
+        sizes_table(post, args.sizes, args.repeat)
+    charsets_table(post, args.charset_size, args.repeat)
+
+
+def sizes_table(post, sizes: list[int], repeat: int) -> None:
+    from studyapp.common.jsonscan import json_depth
+
     print(f"{'size':>9}  {'shape':<30} {'guard':>11} {'json.loads':>11} {'request':>11}  answer")
-    for size in args.sizes:
+    for size in sizes:
         worst_guard = worst_request = 0.0
         worst_guard_shape = worst_request_shape = ""
         for shape, body in crafted(size).items():
-            guard = best(lambda body=body: json_depth(body), args.repeat)
-            parser_own = best(lambda body=body: loads_or_refuse(body), args.repeat)
+            guard = best(lambda body=body: json_depth(body), repeat)
+            parser_own = best(lambda body=body: loads_or_refuse(body), repeat)
             status = post(body)
-            request = best(lambda body=body: post(body), args.repeat)
+            request = best(lambda body=body: post(body), repeat)
             print(
                 f"{len(body):>9,}  {shape:<30} {ms(guard):>11} {ms(parser_own):>11} "
                 f"{ms(request):>11}  {status}"
@@ -139,10 +254,10 @@ def main() -> None:
             if request > worst_request:
                 worst_request, worst_request_shape = request, shape
         reference = plain(size)
-        guard = best(lambda reference=reference: json_depth(reference), args.repeat)
-        baseline = best(lambda reference=reference: json.loads(reference), args.repeat)
+        guard = best(lambda reference=reference: json_depth(reference), repeat)
+        baseline = best(lambda reference=reference: json.loads(reference), repeat)
         status = post(reference)
-        plain_request = best(lambda reference=reference: post(reference), args.repeat)
+        plain_request = best(lambda reference=reference: post(reference), repeat)
         print(
             f"{len(reference):>9,}  {'plain list of floats':<30} {ms(guard):>11} "
             f"{ms(baseline):>11} {ms(plain_request):>11}  {status}"
