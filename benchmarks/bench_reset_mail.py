@@ -96,7 +96,6 @@ def main() -> None:
     from django.contrib.auth import get_user_model
     from rest_framework.test import APIClient
 
-    from cards import tasks
     from studyapp.celery import app
 
     get_user_model().objects.create_user("alice", "alice@example.org", "a-long-passphrase")
@@ -135,7 +134,15 @@ def main() -> None:
             f"mails sent during the requests: {sent}"
         )
 
-    # The worker's part: the queued tasks, run one by one as a worker would.
+    drain_as_worker(smtp)
+    smtp.shutdown()
+
+
+def drain_as_worker(smtp) -> None:
+    """The worker's part: the queued tasks, run one by one as a worker would."""
+    from cards import tasks
+    from studyapp.celery import app
+
     app.conf.task_always_eager = False
     before = smtp.received  # type: ignore[attr-defined]
     start = time.perf_counter()
@@ -156,7 +163,6 @@ def main() -> None:
         f"worker: {queued} queued tasks in {elapsed:.2f} s, "
         f"{smtp.received - before} mails received by the server"  # type: ignore[attr-defined]
     )
-    smtp.shutdown()
 
 
 if __name__ == "__main__":
