@@ -257,4 +257,9 @@ def test_the_schema_documents_the_lab_endpoints(anon_api):
         "/api/v1/labs/submissions/{submission_id}/",
     } <= set(paths)
     post = paths["/api/v1/labs/{slug}/submissions/"]["post"]
-    assert {"202", "503"} <= set(post["responses"])
+    assert {"202", "409", "503"} <= set(post["responses"])
+    for refusal in ("409", "503"):
+        assert "Retry-After" in post["responses"][refusal]["headers"]
+    pending = post["responses"]["409"]["content"]["application/json"]["schema"]["$ref"]
+    component = schema["components"]["schemas"][pending.rsplit("/", 1)[1]]
+    assert {"detail", "submission", "status"} <= set(component["properties"])
