@@ -437,10 +437,34 @@ class PartResultSerializer(serializers.Serializer):
     )
 
 
-class DiagnosisSerializer(serializers.Serializer):
+class EitherMistakeSerializer(serializers.Serializer):
     code = serializers.CharField()
-    parts = serializers.ListField(child=serializers.CharField())
-    text = serializers.CharField()
+    text = serializers.CharField(help_text="What this mistake is and how to do the step.")
+
+
+class DiagnosisSerializer(serializers.Serializer):
+    code = serializers.CharField(
+        help_text="The mistake named; with `either`, the first of those it lists."
+    )
+    parts = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The part where it shows: the first wrong step, by its part name.",
+    )
+    text = serializers.CharField(
+        help_text=(
+            "What the learner reads. With `either`: one sentence saying that those mistakes "
+            "give the same numbers at this step, so the numbers cannot tell which was made."
+        )
+    )
+    either = EitherMistakeSerializer(
+        many=True,
+        required=False,
+        help_text=(
+            "Present when two or more mistakes give the learner's numbers at this step: "
+            "each one, with what it means. A mistake is named only when its own numbers "
+            "are the learner's at this step and at every later part it changes by itself."
+        ),
+    )
 
 
 class SubmitResultSerializer(serializers.Serializer):

@@ -9,7 +9,7 @@ accept one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,27 @@ class Mistake:
     text: str
     # Passed to ``kind.answers_under``: how the mistaken computation differs.
     recipe: Mapping[str, Any]
+    # The mistake in a few words, for "this matches either ... or ...": by default what
+    # ``text`` says after "This matches", up to its colon.
+    short: str = ""
+
+    @property
+    def what(self) -> str:
+        if self.short:
+            return self.short
+        lead = "This matches "
+        assert self.text.startswith(lead), self.code  # else give ``short``
+        return self.text[len(lead) :].split(": ", 1)[0]
+
+
+def either_words(mistakes: Sequence[Mistake]) -> str:
+    """One sentence for mistakes that give the same numbers at a step."""
+    whats = [m.what for m in mistakes]
+    listed = ", ".join(whats[:-1]) + f" or {whats[-1]}"
+    return (
+        f"This matches either {listed}: at this step they give the same numbers, so the "
+        "numbers cannot tell which was made. What each one means:"
+    )
 
 
 MISTAKES: dict[str, Mistake] = {
@@ -84,6 +105,7 @@ MISTAKES: dict[str, Mistake] = {
             "d_model_for_d_k",
             "This uses d_model where each head has d_k = d_model / h columns.",
             {"head_width": "d_model"},
+            short="d_model used as each head's width",
         ),
         Mistake(
             "pe_concatenated",
@@ -92,6 +114,7 @@ MISTAKES: dict[str, Mistake] = {
             "for the paper's interleaved layout: sine on even dimensions 2i, cosine on odd "
             "ones 2i+1.",
             {"pe_layout": "sines_then_cosines"},
+            short="the lab code's layout, all sines then all cosines",
         ),
         Mistake(
             "pe_interleaved",
@@ -99,18 +122,21 @@ MISTAKES: dict[str, Mistake] = {
             "ones: the same encoding with the dimensions reordered, not a wrong one. This "
             "exercise asks for the lab code's layout: all sines first, then all cosines.",
             {"pe_layout": "interleaved"},
+            short="the paper's interleaved layout",
         ),
         Mistake(
             "pe_sin_cos_swapped",
             "This swaps sine and cosine: in the layout asked, the sine of each angle comes "
             "before its cosine.",
             {"pe_layout": "swapped"},
+            short="sine and cosine swapped",
         ),
         Mistake(
             "sd_for_variance",
             "This is the standard deviation, sqrt(d_k); the variance of a sum of d_k "
             "independent unit-variance products is d_k.",
             {"scaling": "sd"},
+            short="the standard deviation, sqrt(d_k)",
         ),
         Mistake(
             "divided_by_d_k",
@@ -123,11 +149,13 @@ MISTAKES: dict[str, Mistake] = {
             "The scaled and unscaled weights are swapped: dividing by sqrt(d_k) makes the row "
             "flatter, not sharper.",
             {"scaling": "swapped"},
+            short="the scaled and unscaled weights swapped",
         ),
         Mistake(
             "bytes_one_head",
             "This counts one score matrix only: multiply by the heads and the layers too.",
             {"cost": "one_head"},
+            short="one score matrix only",
         ),
         Mistake(
             "high_weight_as_reliance",
@@ -135,6 +163,7 @@ MISTAKES: dict[str, Mistake] = {
             "evidence that the model relies on the token. Judge by the change in the output "
             "when the token is removed: large and consistent across inputs, or not.",
             {"ablation": "weight_as_reliance"},
+            short="the highest weight taken as reliance",
         ),
         Mistake(
             "ablation_masked_query",
@@ -149,18 +178,23 @@ MISTAKES: dict[str, Mistake] = {
             "a lower weight is no evidence that the model ignores the token. Judge by the "
             "change in the output when the token is removed, not by its weight.",
             {"ablation": "low_weight_as_decoration"},
+            short="a lower weight taken as decoration",
         ),
         Mistake(
             "mixed_as_decoration",
-            "This calls large changes in opposite directions decoration: removing the token "
-            "moves the prediction a lot, so the model does use it, though not as one "
-            "consistent reason. Decoration means every change is small.",
+            "This calls large changes that are not consistent decoration. The lesson's test "
+            "is large and consistent, and here the consistent half fails: a large change "
+            "that is not consistent is not evidence of reliance, yet the model does use the "
+            "token, so this exercise calls it mixed and keeps decoration for the large half "
+            "failing.",
             {"ablation": "mixed_as_decoration"},
+            short="large changes in opposite directions called decoration",
         ),
         Mistake(
             "share_qk_only",
             "This counts only Q K^T in the n\N{MULTIPLICATION SIGN}n part: A V costs another n² d multiply-adds.",
             {"cost": "qk_only"},
+            short="only Q K^T counted in the n\N{MULTIPLICATION SIGN}n part",
         ),
         Mistake(
             "causal_mask_transposed",
@@ -175,6 +209,15 @@ MISTAKES: dict[str, Mistake] = {
             "while the real tokens still read the padding: the padding mask blocks the padded "
             "keys, the columns, for every query.",
             {"mask": "queries"},
+            short="the padded positions blocked as queries while the real tokens still read "
+            "the padding",
+        ),
+        Mistake(
+            "padded_rows_zeroed",
+            "This matches zeroing the padded tokens' own rows as well: the padding mask blocks "
+            "the padded keys, the columns, for every query, the padded ones included, so a "
+            "padded token's row reads the real tokens and sums to 1 like every other row.",
+            {"mask": "padded_rows"},
         ),
         Mistake(
             "w_q_w_k_swapped",
@@ -194,6 +237,13 @@ MISTAKES: dict[str, Mistake] = {
             {"concat": "reversed"},
         ),
         Mistake(
+            "heads_interleaved",
+            "This matches dealing the columns out to the heads in turn (head 1 taking columns "
+            "1, h + 1, 2h + 1, ...): each head takes a block of d_k adjacent columns of Q, K "
+            "and V, head 1 the first d_k, head 2 the next d_k, and so on.",
+            {"heads": "interleaved"},
+        ),
+        Mistake(
             "w_o_left_out",
             "This matches the heads' outputs concatenated without W_O: the block's output is "
             "that concatenation times W_O.",
@@ -204,12 +254,14 @@ MISTAKES: dict[str, Mistake] = {
             "This counts W_Q, W_K and W_V only, 3 d_model²: the output projection W_O adds "
             "another d_model², 4 d_model² in all.",
             {"cost": "no_w_o"},
+            short="W_O left out of the count",
         ),
         Mistake(
             "ffn_one_matrix",
             "This counts one matrix of the feed-forward network, d_model \N{MULTIPLICATION SIGN} 4 d_model: "
             "it has two, up to 4 d_model and back, 8 d_model² in all.",
             {"cost": "ffn_one_matrix"},
+            short="one matrix of the feed-forward network",
         ),
         Mistake(
             "share_without_w_o",
@@ -217,12 +269,14 @@ MISTAKES: dict[str, Mistake] = {
             "the projections W_Q, W_K, W_V and W_O take 4 n d² multiply-adds and the "
             "feed-forward network 8 n d², 12 n d² in all, so the share is n / (n + 6 d).",
             {"cost": "share_no_w_o"},
+            short="W_O left out of the per-token part",
         ),
         Mistake(
             "params_with_biases",
             "This adds the biases: the question counts the weight matrices only, 4 d_model² "
             "for W_Q, W_K, W_V, W_O and 8 d_model² for the feed-forward network.",
             {"cost": "biases"},
+            short="the biases counted",
         ),
     )
 }

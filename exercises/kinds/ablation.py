@@ -369,8 +369,8 @@ class AblationKind(ExerciseKind):
                     "shape": [],
                     "choices": list(VERDICTS),
                     "question": (
-                        "Does the model rely on the highlighted token: consistently "
-                        "(reliance), in mixed directions (mixed), or barely (decoration)?"
+                        "Is the change large and consistent? Both (reliance), large but not "
+                        "consistent (mixed), or not large (decoration)?"
                     ),
                 },
             ],
@@ -411,15 +411,20 @@ class AblationKind(ExerciseKind):
                 "your probabilities written to three decimals carry, not by the tolerance of "
                 "the probabilities it comes from.",
                 "(5) The verdict. The lesson's rule: a heat map is a hypothesis; remove the "
-                "token and see whether the prediction moves, **large and consistent**. What "
-                f"counts as large, |change| of at least {THRESHOLD}, is this exercise's choice, "
-                f"not the lesson's (every change here is below {SMALL} or above {LARGE}). "
-                "**reliance**: every change is large and all have the same sign (evidence of "
-                "reliance, not of causation); **mixed**: some change is large, but not large "
-                "in one direction in every input (the model uses the token, but not as one "
-                "consistent reason, so do not present it as *the* reason); **decoration**: "
-                "every change is small (the model barely uses the token; its weight must not "
-                "be presented as the reason).",
+                "token and see whether the prediction moves. Is the change **large and "
+                "consistent**? Yes: evidence of reliance. No: do not present the weight as "
+                "why. The lesson's *no* has two halves that can fail, and this exercise names "
+                "which one did, because they mean different things: a large change that is not "
+                "consistent is not evidence of reliance, yet the model does use the token; a "
+                "change that is nowhere large means it barely does. What counts as large, "
+                f"|change| of at least {THRESHOLD}, is this exercise's choice, not the lesson's "
+                f"(every change here is below {SMALL} or above {LARGE}). **reliance**: both "
+                "halves hold, every change is large and all have the same sign (evidence of "
+                "reliance, not of causation); **mixed**: large but not consistent, some change "
+                "is large but not every change is large in one direction (the lesson's *no*: "
+                "the model uses the token, but not as one consistent reason, so do not present "
+                "it as *the* reason); **decoration**: not large, every change is small (the "
+                "lesson's *no*: the model barely uses the token; its weight is decoration).",
                 ROUNDING_RULE,
             ]
         )
@@ -499,6 +504,14 @@ class AblationKind(ExerciseKind):
             "verdict": Follow(verdict(change), ("change",), "your changes"),
         }
 
+    def mistake_text(self, code: str, inputs: dict[str, Any]) -> str | None:
+        """A verdict mistake in the lesson's words: its lead, then the lesson's test on
+        this variant's changes and which half of it fails."""
+        lead = VERDICT_LEADS.get(code)
+        if lead is None:
+            return None
+        return f"{lead} {lesson_test_words(evaluate(inputs)['change'])}"
+
     def degenerate(self, generated: Generated) -> str | None:
         for z, sigma, blocked, _ in _cls_rows(generated.inputs):
             if softmax_by_hand_fails(z, None, sigma) or softmax_by_hand_fails(z, blocked, sigma):
@@ -568,6 +581,42 @@ def hand_slack(inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
         "p_with": np.array(p_with),
         "p_without": np.array(p_without),
     }
+
+
+def lesson_test_words(change: Any) -> str:
+    """The lesson's test, large and consistent, applied to ``change``: which half fails."""
+    found = verdict(change)
+    large = f"|change| of at least {THRESHOLD}"
+    if found == RELIANCE:
+        return (
+            "The lesson's test is large and consistent, and here both halves hold: every "
+            f"change is large ({large}) and all point the same way. That is evidence of "
+            "reliance (not of causation): reliance."
+        )
+    if found == MIXED:
+        return (
+            "The lesson's test is large and consistent, and here the consistent half fails: "
+            f"some change is large ({large}), but not every change is large in one "
+            "direction. A large change that is not consistent is not evidence of reliance, "
+            "so the lesson says no; yet the model does use the token, so this exercise calls "
+            "it mixed and keeps decoration for the large half failing: mixed."
+        )
+    return (
+        "The lesson's test is large and consistent, and here the large half fails: no change "
+        f"is large ({large}), so removing the token barely moves the prediction. That is "
+        "the lesson's no, and the weight is decoration: decoration."
+    )
+
+
+# The verdict mistakes' leads: what the learner did, before the lesson's test on these changes.
+VERDICT_LEADS = {
+    "high_weight_as_reliance": "This takes the highest attention weight as reliance; a high "
+    "weight is no evidence, the change when the token is removed is.",
+    "low_weight_as_decoration": "This dismisses the token because another token has more "
+    "weight in some input; a lower weight is no evidence, the change when the token is "
+    "removed is.",
+    "mixed_as_decoration": "This calls large changes that are not consistent decoration.",
+}
 
 
 def _mistaken_verdict(how: str | None, weights: Any, change: Any, h: int) -> str | None:

@@ -55,6 +55,7 @@ ATTENTION_MISTAKES: tuple[str, ...] = (
     "divided_by_d_k",
     "causal_mask_transposed",
     "padding_on_queries",
+    "padded_rows_zeroed",
 )
 
 SCALE_SPEC = ParamSpec(

@@ -268,6 +268,11 @@ class ExerciseKind:
         """Why the variant teaches nothing (uniform weights, an all-zero output), or None."""
         return None
 
+    def mistake_text(self, code: str, inputs: dict[str, Any]) -> str | None:
+        """What the diagnosis says for mistake ``code`` on these inputs, where the kind
+        words it for the case (None: the mistake's own text)."""
+        return None
+
     def accepted_alternatives(self, inputs: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """Other whole answers the prompt allows: ``(what it is, solution)`` pairs."""
         return []

@@ -39,6 +39,7 @@ class _MaskedWeightsKind(AttentionFamily):
         "k_not_transposed",
         "causal_mask_transposed",
         "padding_on_queries",
+        "padded_rows_zeroed",
     )
     asked = ("weights",)
 

@@ -78,6 +78,7 @@ class MultiHeadKind(ExerciseKind):
         "causal_mask_transposed",
         "heads_concatenated_in_reverse",
         "w_o_left_out",
+        "heads_interleaved",
     )
     max_attempts = 4
 
@@ -145,19 +146,36 @@ class MultiHeadKind(ExerciseKind):
         )
 
     @staticmethod
-    def _heads(inputs: Mapping[str, Any]) -> tuple[int, list[slice]]:
+    def _heads(
+        inputs: Mapping[str, Any], recipe: Mapping[str, Any] | None = None
+    ) -> tuple[int, list[slice]]:
+        """The heads and the columns each reads: a block of d_k adjacent columns, or with
+        ``heads`` "interleaved" every h-th column from its own (the mistake)."""
         h = int(inputs["heads"])
         d_head = len(inputs["X"][0]) // h
+        if (recipe or {}).get("heads") == "interleaved":
+            return h, [slice(i, None, h) for i in range(h)]
         return h, [slice(i * d_head, (i + 1) * d_head) for i in range(h)]
+
+    @staticmethod
+    def _cannot(inputs: Mapping[str, Any], recipe: Mapping[str, Any]) -> bool:
+        """The recipe's head mistake changes nothing here: one head, or heads one column
+        wide (dealt out in turn or in blocks, the same columns)."""
+        h = int(inputs["heads"])
+        if recipe.get("concat") == "reversed":
+            return h == 1
+        if recipe.get("heads") == "interleaved":
+            return h == 1 or len(inputs["X"][0]) == h
+        return False
 
     def answers_under(
         self, inputs: dict[str, Any], recipe: Mapping[str, Any], decimals: int | None = None
     ) -> dict[str, np.ndarray] | None:
         X, Wq, Wk, Wv, Wo = input_arrays(inputs, "X", "W_Q", "W_K", "W_V", "W_O")
         mask = np.asarray(inputs["mask"], dtype=bool)
-        h, cols = self._heads(inputs)
-        if recipe.get("concat") == "reversed" and h == 1:
+        if self._cannot(inputs, recipe):
             return None
+        _, cols = self._heads(inputs, recipe)
         Q, K, V = X @ Wq, X @ Wk, X @ Wv
         out: dict[str, np.ndarray] = {}
         heads = []
@@ -189,7 +207,7 @@ class MultiHeadKind(ExerciseKind):
         X, Wq, Wk, Wv, Wo = input_arrays(inputs, "X", "W_Q", "W_K", "W_V", "W_O")
         mask = np.asarray(inputs["mask"], dtype=bool)
         scale, d_model = bool(inputs["scale"]), X.shape[1]
-        h, cols = self._heads(inputs)
+        h, cols = self._heads(inputs, recipe)
         Q, K, V = X @ Wq, X @ Wk, X @ Wv
         out: dict[str, Follow] = {}
         heads: list[np.ndarray] = []
@@ -205,7 +223,7 @@ class MultiHeadKind(ExerciseKind):
             head = mix_by_recipe(given[f"weights_head_{i}"], V[:, c], recipe)
             if head is not None:
                 heads.append(head)
-        if len(heads) < h or (recipe.get("concat") == "reversed" and h == 1):
+        if len(heads) < h or self._cannot(inputs, recipe):
             return out
         # The heads' outputs are not asked: rounding each to three decimals moves an
         # output cell by up to half a unit of the third decimal times its column of |W_O|.
@@ -232,7 +250,7 @@ class MultiHeadKind(ExerciseKind):
                 scores, mask, score_error(scores, scale, {}, X.shape[1] // len(cols))
             )
             if reason:
-                return f"head {i}: {reason}"
+                return f"head {i + 1}: {reason}"  # heads counted from 1, as the prompt does
         return output_degenerate(generated.solution["output"], generated.atol)
 
 

@@ -144,7 +144,8 @@ def _recipe_logits(
     Mask recipes: "ignored", "zero_after" (blocked weights zeroed after the softmax),
     "zero_score" (blocked scores set to 0), "transposed" (the mask's transpose: a causal
     mask then blocks the past) and "queries" (the padded positions blocked as queries: their
-    rows zero, the real rows read every key).
+    rows zero, the real rows read every key) and "padded_rows" (the padded keys blocked
+    rightly, and the padded positions' own rows zeroed as well).
     """
     mode = recipe.get("mask", "before")
     zero = np.zeros(mask.shape, dtype=bool)
@@ -160,11 +161,13 @@ def _recipe_logits(
         if mask.shape[0] != mask.shape[1] or (mask == mask.T).all() or mask.T.all(axis=1).any():
             return None
         return np.where(mask.T, -np.inf, scores), zero
-    if mode == "queries":
+    if mode in ("queries", "padded_rows"):
         padded = _blocked_padding(mask)
         if not padded.any() or mask.shape[0] != mask.shape[1]:
             return None
-        return scores, np.broadcast_to(padded[:, None], mask.shape)
+        rows = np.broadcast_to(padded[:, None], mask.shape)
+        # "padded_rows": the padded keys blocked rightly, and the padded rows zeroed too.
+        return (scores if mode == "queries" else np.where(mask, -np.inf, scores)), rows
     return scores, zero  # "ignored"
 
 

@@ -518,6 +518,10 @@ def test_the_ablation_card_teaches_the_kinds_three_outcomes():
     assert "large and consistent" in card
     assert f"a change of {ablation.THRESHOLD} here" in card and "the lesson gives no number" in card
     assert "mixed directions" in card and "barely uses it" in card
+    # Why a third outcome, in the lesson's words: which half of its test fails.
+    assert "A large change that is not consistent is not evidence of reliance" in card
+    assert "(mixed: the consistent half fails)" in card
+    assert "(decoration: the large half fails)" in card
     # The card's three readings are the kind's verdicts on changes of each pattern.
     assert ablation.verdict(np.array([0.2, 0.3, 0.1])) == "reliance"  # one direction
     assert ablation.verdict(np.array([0.2, -0.3, 0.1])) == "mixed"  # mixed directions

@@ -236,17 +236,66 @@ def test_decoration_on_a_reliance_variant_is_diagnosed_as_what_it_is():
     codes = [d["code"] for d in checked.diagnosis]
     assert codes == ["low_weight_as_decoration"]
     assert "high_weight_as_reliance" not in checked.parts["verdict"].diagnosis
-    assert "not by its weight" in checked.diagnosis[0]["text"]
+    text = checked.diagnosis[0]["text"]
+    assert "a lower weight is no evidence" in text
+    assert "The lesson's test is large and consistent, and here both halves hold" in text
 
 
 def test_mixed_directions_called_decoration_is_diagnosed():
     g = _first("mixed")
     checked = _check(g, {**g.solution, "verdict": "decoration"})
     assert [d["code"] for d in checked.diagnosis] == ["mixed_as_decoration"]
-    assert "does use it" in checked.diagnosis[0]["text"]
+    assert "does use the token" in checked.diagnosis[0]["text"]
     # Reliance there is the high-weight mistake: the token leads every input.
     checked = _check(g, {**g.solution, "verdict": "reliance"})
     assert [d["code"] for d in checked.diagnosis] == ["high_weight_as_reliance"]
+    assert "here the consistent half fails" in checked.diagnosis[0]["text"]
+
+
+def test_the_lesson_applied_literally_to_a_mixed_case_hears_which_half_failed():
+    """The lesson's rule is binary: not large and consistent is "decoration: do not present
+    it as why". On a mixed case that answer is told the lesson's test, in its words, and
+    that the consistent half failed; never the service's own definition of decoration."""
+    for seed in range(30):
+        g = variant(seed, case="mixed")
+        checked = _check(g, {**g.solution, "verdict": "decoration"})
+        assert checked.first_wrong == "verdict"
+        (entry,) = checked.diagnosis
+        text = entry["text"]
+        assert "The lesson's test is large and consistent" in text
+        assert "here the consistent half fails" in text
+        assert "A large change that is not consistent is not evidence of reliance" in text
+        assert "Decoration means every change is small" not in text
+
+
+def test_the_high_weight_taken_as_reliance_hears_which_half_failed():
+    g = _trap()  # decoration: no change is large
+    text = _check(g, {**g.solution, "verdict": "reliance"}).diagnosis[0]["text"]
+    assert "a high weight is no evidence" in text
+    assert "here the large half fails" in text and "consistent half fails" not in text
+
+
+@pytest.mark.parametrize(
+    "change, half",
+    [
+        ([0.2, 0.3, 0.1], "both halves hold"),
+        ([0.2, -0.3, 0.1], "the consistent half fails"),
+        ([0.2, 0.01, 0.1], "the consistent half fails"),
+        ([0.01, -0.02, 0.0], "the large half fails"),
+    ],
+)
+def test_the_lessons_test_words_name_the_half_that_fails(change, half):
+    words = ablation.lesson_test_words(np.array(change))
+    assert words.startswith("The lesson's test is large and consistent") and half in words
+    assert words.endswith(f"{ablation.verdict(np.array(change))}.")
+
+
+def test_the_prompt_says_why_there_is_a_third_outcome_in_the_lessons_words():
+    prompt = " ".join(variant(0).prompt.split())
+    assert "a large change that is not consistent is not evidence of reliance" in prompt
+    assert "**mixed**: large but not consistent" in prompt
+    assert "**decoration**: not large" in prompt
+    assert variant(0).asks[-1]["question"].startswith("Is the change large and consistent?")
 
 
 def test_mixed_on_a_decoration_variant_names_no_weight_mistake():
@@ -439,8 +488,8 @@ def test_ablation_through_the_api(api):
         "shape": [],
         "choices": ["reliance", "mixed", "decoration"],
         "question": (
-            "Does the model rely on the highlighted token: consistently (reliance), in mixed "
-            "directions (mixed), or barely (decoration)?"
+            "Is the change large and consistent? Both (reliance), large but not consistent "
+            "(mixed), or not large (decoration)?"
         ),
     }
     assert ex["prediction"] is None  # the verdict is a part, answered with the numbers

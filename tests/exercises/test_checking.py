@@ -158,6 +158,10 @@ DIAGNOSES = [
     ("causal_mask_transposed", "projection", {"mask": "causal"}),
     ("padding_on_queries", "padding", {}),
     ("padding_on_queries", "attention", {"mask": "padding", "n": 4}),
+    ("padded_rows_zeroed", "padding", {}),
+    ("padded_rows_zeroed", "attention", {"mask": "padding", "n": 4}),
+    ("heads_interleaved", "multi_head", {"heads": 2, "d_head": 2}),
+    ("heads_interleaved", "multi_head", {"heads": 2, "d_head": 3, "n": 2, "mask": "causal"}),
     ("softmax_over_queries", "padding", {}),
     ("w_q_w_k_swapped", "projection", {}),
     ("sqrt_d_model_in_projection", "projection", {}),
@@ -183,6 +187,11 @@ def test_every_mistake_is_declared_by_some_kind_and_tested():
     declared = {code for kind in KINDS.values() for code in kind.mistakes}
     tested = {code for code, _, _ in DIAGNOSES} | CHOICE_KIND_DIAGNOSES
     assert declared == set(MISTAKES) == tested
+
+
+def named_codes(diagnosis):
+    """Every mistake a diagnosis names, those named together ("either ... or ...") too."""
+    return [e["code"] for d in diagnosis for e in d.get("either", [d])]
 
 
 def _as_json(answers):
@@ -222,7 +231,7 @@ def test_the_mistake_is_named_once_at_the_first_wrong_step(code, kind_name, para
     names = [a["name"] for a in g.asks]
     # Every part before the first wrong step is right.
     assert all(r.parts[name].correct for name in names[: names.index(step)])
-    assert code in [d["code"] for d in r.diagnosis]
+    assert code in named_codes(r.diagnosis)
     assert all(d["parts"] == [step] for d in r.diagnosis)
     text = MISTAKES[code].text
     assert sum(p.message.count(text) for p in r.parts.values()) == 0  # once, in the diagnosis
