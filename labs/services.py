@@ -1,7 +1,7 @@
 """Writes of the labs: a submission saved and queued, then graded once.
 
 ``submission_create`` checks the request, saves the submission and sends its grading
-to the broker after commit (``labs.tasks.publish_grading``: one bounded try; a broker
+to the broker after commit (``labs.publishing.publish_grading``: one bounded try; a broker
 that is down or paused is logged and the submission stays queued for the sweep). A
 learner has one submission queued or running at most: a second is refused
 (``SubmissionPending``, the API's 409), and the database keeps the rule against racing
@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from . import grading, reviews
 from .models import Submission
+from .publishing import publish_grading
 from .selectors import LabNotFound, lab_get, pending_submission
 
 logger = logging.getLogger(__name__)
@@ -155,8 +156,6 @@ def _submission_save(*, learner: Any, lab_slug: str, code: str) -> Submission:
 
 
 def _publish_new(submission_id: int, stamp: dt.datetime) -> None:
-    from .tasks import publish_grading
-
     if not publish_grading(submission_id):
         # Not sent: the next sweep sends it, without waiting out the minute.
         Submission.objects.filter(pk=submission_id, published_at=stamp).update(published_at=None)
@@ -335,8 +334,6 @@ def submissions_sweep(*, at: dt.datetime) -> dict[str, int]:
         .order_by("created_at", "pk")
         .values_list("pk", "published_at")[:SWEEP_BATCH]
     )
-    from .tasks import publish_grading
-
     published = 0
     for pk, stamp in candidates:
         taken = Submission.objects.filter(pk=pk, status__in=PENDING, published_at=stamp)

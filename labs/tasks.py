@@ -7,13 +7,12 @@ run a no-op.
 
 A grading is sent once, without the publish retries (``GradingTask``): a broker that is
 down or paused fails the send within its socket timeout instead of holding the request
-for seconds, and ``publish_grading`` logs it; the beat job ``sweep_submissions`` sends
+for seconds, and ``labs.publishing.publish_grading`` logs it; the beat job ``sweep_submissions`` sends
 again whatever was not sent, or was lost with a killed worker.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from celery import shared_task
@@ -23,15 +22,11 @@ from celery.signals import worker_ready, worker_shutdown
 from django.utils import timezone
 
 from . import availability, housekeeping, services
-
-logger = logging.getLogger(__name__)
+from .publishing import GRADING_EXPIRES
 
 # Well above the sandbox's wall time, well under the broker's visibility timeout.
 SOFT_TIME_LIMIT = 120
 TIME_LIMIT = 150
-# A grading message not taken within this many seconds is dropped by the worker: by then
-# the sweep has sent the submission again (it sends what waits over a minute).
-GRADING_EXPIRES = 10 * 60
 
 
 class GradingTask(DjangoTask):
@@ -61,23 +56,6 @@ def grade_submission(submission_id: int) -> Any:
         )
         return "failed"
     return None if submission is None else submission.status
-
-
-def publish_grading(submission_id: int) -> bool:
-    """Send a submission's grading to the labs queue, once; False (logged) when the
-    broker did not take it. Never raises: the sweep sends it again."""
-    try:
-        grade_submission.delay(submission_id)
-    except Exception as exc:
-        logger.warning(
-            "Could not enqueue the grading of lab submission %s (%s: %s); "
-            "the sweep will send it again",
-            submission_id,
-            type(exc).__name__,
-            exc,
-        )
-        return False
-    return True
 
 
 @shared_task(
