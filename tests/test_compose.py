@@ -8,7 +8,6 @@ No Docker engine is needed: the file is checked with check-jsonschema's vendored
 from __future__ import annotations
 
 import copy
-import fnmatch
 import importlib
 import json
 import os
@@ -29,10 +28,6 @@ from celery.bin.celery import celery as celery_cli
 from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.management import get_commands, load_command_class
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
-
-from tests import production_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
@@ -205,97 +200,6 @@ def test_workers_scale_and_beat_stays_single(compose):
     assert running_beat == ["beat"]
 
 
-# --- the proxy in front of gunicorn -------------------------------------------------
-
-
-def test_only_the_proxy_publishes_a_port_and_gunicorn_listens_inside(compose):
-    services = compose["services"]
-    published = {name for name, service in services.items() if "ports" in service}
-    assert published == {"proxy"}
-    assert argv(services["proxy"]["ports"])[0].endswith(":80")
-    bind = next(a for a in argv(services["web"]["command"]) if a.startswith("--bind="))
-    assert services["web"]["expose"] == [bind.rsplit(":", 1)[1]]
-    proxy_env = services["proxy"]["environment"]
-    assert proxy_env["STUDY_PROXY_UPSTREAM"] == f"web:{services['web']['expose'][0]}"
-    assert proxy_env["STUDY_PROXY_LISTEN"] == "80"
-
-
-def test_the_proxy_fills_the_template_in_the_repository_from_its_environment(compose):
-    proxy = compose["services"]["proxy"]
-    assert proxy["image"].startswith("nginx:")
-    (volume,) = proxy["volumes"]
-    source, target, mode = volume.split(":")
-    assert (ROOT / source).resolve() == production_stack.SITE_TEMPLATE and mode == "ro"
-    # The image's entrypoint fills /etc/nginx/templates/*.template into conf.d.
-    assert target == "/etc/nginx/templates/default.conf.template"
-    env = proxy["environment"]
-    names = production_stack.template_names()
-    assert names and names <= set(env)
-    assert all(re.match(env["NGINX_ENVSUBST_FILTER"], name) for name in names)
-    # nginx's own variables are lower case and pass through untouched.
-    assert not any(re.match(env["NGINX_ENVSUBST_FILTER"], n) for n in ("host", "scheme"))
-
-
-def test_the_proxy_refuses_bodies_at_the_services_own_limit(compose):
-    proxy_limit = compose["services"]["proxy"]["environment"]["STUDY_MAX_BODY_BYTES"]
-    assert proxy_limit == compose["x-app"]["environment"]["STUDY_MAX_BODY_BYTES"]
-    if "STUDY_MAX_BODY_BYTES" not in os.environ:
-        assert int(interpolate(proxy_limit)) == settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    site = production_stack.render_site({**_proxy_values(compose), "STUDY_MAX_BODY_BYTES": "12345"})
-    assert re.search(r"^\s*client_max_body_size 12345;$", site, re.MULTILINE)
-
-
-def _proxy_values(compose) -> dict[str, str]:
-    env = compose["services"]["proxy"]["environment"]
-    return {name: interpolate(str(env[name])) for name in production_stack.template_names()}
-
-
-def test_the_proxy_buffers_whole_requests_with_short_client_timeouts(compose):
-    site = production_stack.render_site(_proxy_values(compose))
-    directives = dict(
-        re.findall(r"^\s*(\w+) ([^;{]+);$", site, re.MULTILINE)
-    )  # the last of a name wins, as in nginx
-    assert directives["proxy_request_buffering"] == "on"
-    assert directives["proxy_buffering"] == "on"
-    for name in ("client_header_timeout", "client_body_timeout"):
-        assert 1 <= int(directives[name].rstrip("s")) <= 30, name
-    assert int(directives["send_timeout"].rstrip("s")) <= 60
-    # nginx waits for gunicorn longer than gunicorn lets a request run.
-    gunicorn = argv(compose["services"]["web"]["command"])
-    worker_timeout = int(next(a for a in gunicorn if a.startswith("--timeout=")).split("=")[1])
-    assert int(directives["proxy_read_timeout"].rstrip("s")) > worker_timeout
-    # The headers Django reads behind it: the Host with its port, the client's address
-    # appended, the scheme never taken from the client unless a TLS proxy is trusted.
-    assert "proxy_set_header Host $http_host;" in site
-    assert "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" in site
-    assert "proxy_set_header X-Forwarded-Proto $study_forwarded_proto;" in site
-    assert '"on:https" https;' in site and "default    $scheme;" in site
-    assert compose["x-app"]["environment"]["STUDY_TRUSTED_PROXIES"].endswith(":-1}")
-
-
-def test_the_filled_template_passes_nginx_t(compose, tmp_path):
-    nginx = production_stack.nginx_binary()
-    if nginx is None:
-        if os.environ.get("REQUIRE_SERVICES") == "1":
-            pytest.fail("REQUIRE_SERVICES=1 but nginx is not installed")
-        pytest.skip("nginx is not installed")
-    # The compose values, with an upstream this machine resolves and a port it may open.
-    values = {**_proxy_values(compose), "STUDY_PROXY_UPSTREAM": "127.0.0.1:8000"}
-    values["STUDY_PROXY_LISTEN"] = f"127.0.0.1:{production_stack.free_port()}"
-    config = tmp_path / "nginx.conf"
-    config.write_text(production_stack.main_config(production_stack.render_site(values), tmp_path))
-    done = subprocess.run(
-        [nginx, "-t", "-p", str(tmp_path), "-e", str(tmp_path / "error.log"), "-c", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    # A template with a name nothing fills is refused before nginx sees it.
-    with pytest.raises(KeyError, match="STUDY_PROXY_UPSTREAM"):
-        production_stack.render_site({k: v for k, v in values.items() if "UPSTREAM" not in k})
-
-
 # --- the commands the containers run ----------------------------------------------
 
 
@@ -394,11 +298,6 @@ def test_the_lab_worker_takes_only_the_labs_queue_with_what_bwrap_needs(compose)
     assert "labs@$$HOSTNAME" in check[1]
 
 
-def test_the_image_installs_bubblewrap():
-    runs = " ".join(args for kw, args in dockerfile_instructions() if kw == "RUN")
-    assert re.search(r"apt-get install -y --no-install-recommends bubblewrap", runs)
-
-
 def test_web_healthcheck_asks_readyz_and_needs_a_200(compose):
     script = compose["services"]["web"]["healthcheck"]["test"][3]
     assert "'/readyz'" in script and "!= 200" in script
@@ -435,143 +334,6 @@ def test_beat_schedule_tasks_are_registered():
     app.loader.import_default_modules()
     for entry in settings.CELERY_BEAT_SCHEDULE.values():
         assert entry["task"] in app.tasks, entry["task"]
-
-
-# --- the Dockerfile -----------------------------------------------------------------
-
-
-def dockerfile_instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
-    instructions, pending = [], ""
-    for line in DOCKERFILE.read_text().splitlines():
-        stripped = line.strip()
-        if not pending and (not stripped or stripped.startswith("#")):
-            continue
-        if stripped.endswith("\\"):
-            pending += stripped[:-1] + " "
-            continue
-        full = pending + stripped
-        pending = ""
-        keyword, _, rest = full.partition(" ")
-        instructions.append((keyword.upper(), rest.strip()))
-    assert not pending, "Dockerfile ends inside a continued line"
-    return instructions
-
-
-def dockerignore_patterns() -> list[str]:
-    lines = DOCKERIGNORE.read_text().splitlines()
-    return [p.strip() for p in lines if p.strip() and not p.strip().startswith("#")]
-
-
-def ignored(relative: str, patterns: list[str]) -> bool:
-    result = False
-    for pattern in patterns:
-        negate = pattern.startswith("!")
-        pattern = pattern.lstrip("!").rstrip("/")
-        parts = relative.split("/")
-        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-        if any(
-            fnmatch.fnmatch(prefix, pattern)
-            or (pattern.startswith("**/") and fnmatch.fnmatch(prefix, pattern[3:]))
-            for prefix in prefixes
-        ):
-            result = not negate
-    return result
-
-
-def test_dockerfile_base_user_and_static():
-    instructions = dockerfile_instructions()
-    assert instructions[0] == ("FROM", "python:3.11-slim")
-    users = [args for kw, args in instructions if kw == "USER"]
-    assert users and users[-1] not in {"root", "0", "0:0"}
-    cmd_index = max(i for i, (kw, _) in enumerate(instructions) if kw == "CMD")
-    user_index = max(i for i, (kw, _) in enumerate(instructions) if kw == "USER")
-    assert user_index < cmd_index
-    runs = " ".join(args for kw, args in instructions if kw == "RUN")
-    assert "pip install -r /tmp/prod.lock" in runs and "pip install --no-deps -e ." in runs
-    assert re.search(r"DJANGO_SECRET_KEY=\S+ python manage\.py collectstatic --noinput", runs)
-    # No secret baked into the image: the key above lives only for that one RUN.
-    env = " ".join(args for kw, args in instructions if kw == "ENV")
-    assert "DJANGO_SECRET_KEY" not in env
-    assert "DJANGO_DEBUG=0" in env
-
-
-def test_dockerfile_runs_existing_commands():
-    instructions = dockerfile_instructions()
-    runs = [args for kw, args in instructions if kw == "RUN"]
-    manage_steps = [
-        shlex.split(step.strip()) for run in runs for step in run.split("&&") if "manage.py" in step
-    ]
-    assert manage_steps
-    for step in manage_steps:
-        # Drop leading VAR=value assignments.
-        while "=" in step[0] and not step[0].startswith("-"):
-            step = step[1:]
-        check_manage(step)
-    cmd = json.loads(next(args for kw, args in reversed(instructions) if kw == "CMD"))
-    check_gunicorn(cmd)
-
-
-def test_dockerfile_copies_existing_files_that_the_context_keeps():
-    patterns = dockerignore_patterns()
-    for must_skip in (".venv", ".git", "db.sqlite3", ".env"):
-        assert ignored(must_skip, patterns), must_skip
-    copies = [shlex.split(args) for kw, args in dockerfile_instructions() if kw in {"COPY", "ADD"}]
-    assert copies
-    for args in copies:
-        args = [a for a in args if not a.startswith("--")]
-        *sources, _destination = args
-        for source in sources:
-            assert (ROOT / source).exists(), source
-            if source != ".":
-                assert not ignored(source, patterns), f"{source} is excluded by .dockerignore"
-    # What the running image needs must survive .dockerignore.
-    for needed in ("manage.py", "pyproject.toml", "studyapp/wsgi.py", "cards", "exercises"):
-        assert (ROOT / needed).exists() and not ignored(needed, patterns), needed
-    for needed in ("templates", "static", "cards/content"):
-        if (ROOT / needed).exists():
-            assert not ignored(needed, patterns), needed
-
-
-def _locked(path: Path) -> dict[str, str]:
-    # name -> pinned version, from a uv / pip-tools lock file ("name==1.2.3 ; marker").
-    pins = {}
-    for line in path.read_text().splitlines():
-        if line and not line.startswith((" ", "#")):
-            requirement = Requirement(line)
-            (spec,) = requirement.specifier
-            assert spec.operator == "==", line
-            pins[canonicalize_name(requirement.name)] = spec.version
-    return pins
-
-
-def test_image_installs_the_pinned_lock_then_the_project_without_dependencies():
-    """The Dockerfile installs requirements/prod.lock, then the project with --no-deps."""
-    runs = [args for kw, args in dockerfile_instructions() if kw == "RUN"]
-    assert any("pip install -r /tmp/prod.lock" in args for args in runs)
-    assert any("pip install --no-deps -e ." in args for args in runs)
-    copies = [shlex.split(args) for kw, args in dockerfile_instructions() if kw == "COPY"]
-    assert ["requirements/prod.lock", "/tmp/prod.lock"] in copies
-
-
-@pytest.mark.parametrize(
-    ("lock", "extras"), [("prod.lock", ["prod"]), ("dev.lock", ["prod", "dev"])]
-)
-def test_lock_pins_every_dependency_within_its_pyproject_range(lock, extras):
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = project["dependencies"] + [
-        r for extra in extras for r in project["optional-dependencies"][extra]
-    ]
-    pins = _locked(ROOT / "requirements" / lock)
-    for line in wanted:
-        requirement = Requirement(line)
-        name = canonicalize_name(requirement.name)
-        assert name in pins, f"{name} is missing from requirements/{lock}: run make lock"
-        assert requirement.specifier.contains(pins[name], prereleases=True), (
-            f"requirements/{lock} pins {name}=={pins[name]}, outside {requirement.specifier}"
-        )
-    if lock == "prod.lock":
-        assert not {"pytest", "mypy", "ruff"} & set(pins), "prod.lock holds dev tools"
 
 
 def readme_configuration_variables() -> set[str]:
