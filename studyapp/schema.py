@@ -1,12 +1,26 @@
-"""OpenAPI generation: every operation documents the error statuses it can answer.
+"""OpenAPI generation: every operation documents the error statuses it can answer, and
+request bodies say what the server refuses.
 
 DRF answers 400, 401, 403, 404 and 415 from shared machinery (validation,
 authentication, permissions, lookups, parsers), so they are added here once
 instead of on every view. Views still declare their own domain errors (409, 422).
+
+A request body whose serializer refuses fields it does not know (a 400 naming each)
+declares ``additionalProperties: false`` (``refuses_unknown_fields``); any other body
+still lets them through, ignored. A string field that refuses the NUL character (DRF's
+``CharField`` does, as PostgreSQL cannot store it; so does a lab's code) carries the
+pattern ``NUL_PATTERN``; a field with a format, a pattern or an enum of its own already
+excludes it. ``tests/test_schema_strictness.py`` holds both to what the server answers.
 """
 
+from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.openapi import AutoSchema as BaseAutoSchema
+from rest_framework import serializers
 from rest_framework.permissions import AllowAny
+
+# Any text without U+0000; a JSON Schema pattern is ECMA-262, where this is the same.
+NUL_PATTERN = "^[^\\u0000]*$"
+NUL_NOTE = "No NUL characters (U+0000)."
 
 DETAIL_ERROR = {
     "type": "object",
@@ -28,7 +42,51 @@ def _error(description: str, schema: dict) -> dict:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
+def refuses_unknown_fields(serializer) -> bool:
+    """Whether the serializer answers a field it does not know with a 400: the exercises'
+    ``RefusesUnknownFields`` and a lab submission's serializer, or any serializer that
+    says so with ``refuses_unknown_fields = True``."""
+    from exercises.serializers import RefusesUnknownFields
+    from labs.serializers import SubmissionCreateSerializer
+
+    strict = (RefusesUnknownFields, SubmissionCreateSerializer)
+    return isinstance(serializer, strict) or getattr(serializer, "refuses_unknown_fields", False)
+
+
+def refuses_nul(field) -> bool:
+    """Whether a request field answers a string holding U+0000 with a 400."""
+    from labs.serializers import CodeField
+
+    if isinstance(field, CodeField):  # labs.services.code_problem
+        return True
+    if isinstance(field, serializers.SlugRelatedField):  # no slug holds one
+        return True
+    return any(isinstance(v, ProhibitNullCharactersValidator) for v in field.validators)
+
+
+def say_no_nul(schema: dict) -> None:
+    """Add the NUL pattern to a plain string's schema (a format, pattern or enum of its
+    own already keeps NUL out)."""
+    if schema.get("type") != "string" or {"format", "pattern", "enum"} & set(schema):
+        return
+    schema["pattern"] = NUL_PATTERN
+    description = schema.get("description", "")
+    schema["description"] = f"{description} {NUL_NOTE}".strip()
+
+
 class AutoSchema(BaseAutoSchema):
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        if direction != "request":
+            return schema
+        properties = schema.get("properties", {})
+        for name, field in serializer.fields.items():
+            if name in properties and refuses_nul(field):
+                say_no_nul(properties[name])
+        if refuses_unknown_fields(serializer):
+            schema["additionalProperties"] = False
+        return schema
+
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
         if direction != "response":
