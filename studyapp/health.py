@@ -62,6 +62,12 @@ def check_broker() -> None:
     folder = str(settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("data_folder_in", ""))
     if not (os.path.isdir(folder) and os.access(folder, os.W_OK)):
         raise RuntimeError(f"the broker folder {folder} is missing or read-only")
+    # A full disk: publishes fail (studyapp.broker_fs), so tasks are not sent.
+    from .broker_fs import disk_problem
+
+    full = disk_problem(folder, min_free_bytes=int(settings.STUDY_BROKER_MIN_FREE_MB * 2**20))
+    if full is not None:
+        raise RuntimeError(full)
 
 
 def check_beat(*, now: dt.datetime | None = None) -> None:

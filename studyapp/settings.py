@@ -321,14 +321,19 @@ if REDIS_URL:
     CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_SOCKET_TIMEOUT
 else:
     _broker_dir = VAR_DIR / "celery-broker"
-    CELERY_BROKER_URL = "filesystem://"
+    # kombu's filesystem transport, safe on a full disk (studyapp.broker_fs): a failed
+    # publish leaves nothing behind; an unreadable message is set aside in unreadable/.
+    CELERY_BROKER_URL = "studyfs://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "control_folder": str(_broker_dir / "control"),
+        "unreadable_folder": str(_broker_dir / "unreadable"),
         "store_processed": False,
     }
+# /readyz reports the embedded broker's disk as full below this many MB free.
+STUDY_BROKER_MIN_FREE_MB = float(os.environ.get("STUDY_BROKER_MIN_FREE_MB", "64"))
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
