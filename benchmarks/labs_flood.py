@@ -48,7 +48,7 @@ def flood(client, slug: str, function: str, flooder: Flooder) -> None:
 
 def timed_gradings(client, source, args, count: int | None, until: float | None) -> tuple:
     """The victim's gradings one after another: (latencies, errors)."""
-    from benchmarks.bench_labs import grade_once
+    from benchmarks.labs_common import grade_once
 
     latencies: list[float] = []
     errors: list[str] = []
@@ -66,7 +66,7 @@ def timed_gradings(client, source, args, count: int | None, until: float | None)
 def run_flood(args, port: int, tokens: list[str], source) -> bool:
     """The quiet series, then the flooded one, on one labs worker of the last
     ``--workers`` concurrency; prints the figures and returns whether the target holds."""
-    from benchmarks.bench_labs import Client, loadavg, percentile, start_worker, stop
+    from benchmarks.labs_common import Client, loadavg, percentile, start_worker, stop
 
     concurrency = args.workers[-1]
     function = _first_function(source.slug) or "main"

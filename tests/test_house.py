@@ -159,14 +159,8 @@ def test_framework_imports_are_found_at_top_and_inside_functions():
 # --- the tree ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        "cards",
-        "exercises",
-        "studyapp",
-    ],
-)
+# Benchmarks too: a reader must follow one to trust its figures.
+@pytest.mark.parametrize("package", [*PACKAGES, "benchmarks"])
 def test_functions_and_modules_keep_the_limits(package):
     assert offenders(package) == []
 
