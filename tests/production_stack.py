@@ -145,11 +145,13 @@ class Stack:
         path = self.root / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def review_once(self) -> tuple[int, float]:
+    def review_once(self, timeout: float = 60.0) -> tuple[int, float]:
         """A learner's review through the API: the due page, then a pass for its first
         recall card. The status of the review and the seconds both requests took."""
         auth = {"Authorization": f"Token {self.tokens['demo']}"}
-        status, body, due_seconds = request(self.port, "GET", "/api/v1/reviews/due/", headers=auth)
+        status, body, due_seconds = request(
+            self.port, "GET", "/api/v1/reviews/due/", headers=auth, timeout=timeout
+        )
         assert status == 200, body[:500]
         due = json.loads(body)["results"]
         card = next(item["card"]["id"] for item in due if item["card"]["kind"] == "recall")
@@ -159,6 +161,7 @@ class Stack:
             "/api/v1/reviews/",
             body=json.dumps({"card": card, "result": "pass"}).encode(),
             headers={**auth, "Content-Type": "application/json"},
+            timeout=timeout,
         )
         return status, due_seconds + seconds
 
@@ -206,7 +209,7 @@ def prepare(env: Mapping[str, str]) -> dict[str, str]:
     assert (Path(env["STUDY_STATIC_ROOT"]) / "staticfiles.json").exists()
     _manage(env, "migrate", "--noinput", "-v0")
     _manage(env, "load_starter_content")
-    out = _manage(env, "create_demo_users", "--due-today", "20")
+    out = _manage(env, "create_demo_users", "--due-today", "60")
     return dict(re.findall(r"^(demo|admin)\s+password \S+\s+token (\w+)", out, re.MULTILINE))
 
 
