@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 
 from studyapp.common.ids import parse_id
 
-from . import selectors, services
+from . import availability, selectors, services
 from .models import Submission
 from .serializers import (
     LabSerializer,
@@ -63,17 +63,16 @@ PENDING = OpenApiResponse(
         "be in. Nothing was saved."
     ),
 )
-# A refusal for want of a sandbox: the labs worker reports every minute.
-UNAVAILABLE_RETRY_SECONDS = 60
 
 
 class Unavailable(APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "labs_unavailable"
 
-    def __init__(self, detail: str, wait: int = UNAVAILABLE_RETRY_SECONDS):
+    def __init__(self, detail: str, wait: int | None = None):
         super().__init__(detail)
-        self.wait = wait  # DRF's handler sends it as Retry-After
+        # DRF's handler sends it as Retry-After: by then a labs worker has reported again.
+        self.wait = wait if wait is not None else availability.retry_after_seconds()
 
 
 def _pending(pending: services.SubmissionPending) -> Response:

@@ -24,6 +24,7 @@ worker's own reason ("bubblewrap (bwrap) is not installed on the labs worker").
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -48,6 +49,12 @@ def heartbeat_seconds() -> float:
     """How often a labs worker reports (``STUDY_LAB_HEARTBEAT_SECONDS``)."""
     value = getattr(settings, "STUDY_LAB_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS)
     return max(float(value), 0.1)
+
+
+def retry_after_seconds() -> int:
+    """The ``Retry-After`` of a refusal for want of a sandbox: one heartbeat, by when a
+    labs worker that came back has reported."""
+    return math.ceil(heartbeat_seconds())
 
 
 def fresh_seconds() -> float:

@@ -19,7 +19,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
-from labs import reviews, selectors, services
+from labs import availability, reviews, selectors, services
 from labs.forms import SubmissionForm
 from labs.models import Submission
 from labs.selectors import LabProgress, lab_progress
@@ -33,9 +33,6 @@ OUTPUT_SHOWN = 20_000
 HISTORY_SHOWN = 50
 
 PENDING = (Submission.Status.QUEUED, Submission.Status.RUNNING)
-# A page refused for want of a sandbox asks again after this (the labs worker reports
-# every minute).
-UNAVAILABLE_RETRY_SECONDS = 60
 
 
 # --- The list -----------------------------------------------------------------------
@@ -217,7 +214,7 @@ def _submit(request: HttpRequest, lab: Lab) -> HttpResponse:
         response = _render_lab(
             request, lab, submission=None, code=typed, unavailable=sentence(exc.reason), status=503
         )
-        response["Retry-After"] = str(UNAVAILABLE_RETRY_SECONDS)
+        response["Retry-After"] = str(availability.retry_after_seconds())
         return response
     except services.CodeInvalid as exc:
         form.add_error("code", str(exc))
