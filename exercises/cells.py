@@ -2,7 +2,8 @@
 
 Pure: no Django. An exercise page has one text input per cell of an asked part, named
 ``answer-<part>-<row>-<col>`` (``answer-<part>-<i>`` for a vector, ``answer-<part>`` for a
-number or a choice) and labelled "<part> row 1 column 2" ("<part> entry 1", "<part>").
+number or a choice) and labelled "<part> row 1 column 2" ("<part> entry 1", "<part>"),
+the part in a learner's words (``part_words``: ``weights_head_0`` is "weights of head 1").
 The playground's matrix editors name their cells ``<matrix>-<row>-<col>`` with the same
 words; static/js/playground.js builds the same names and labels in the browser.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,13 +40,27 @@ def grid_cell_name(matrix: str, row: int, col: int) -> str:
     return f"{matrix}-{row}-{col}"
 
 
+# A part name that carries an index counted from 0 (an API name): ``weights_head_0``.
+_HEAD_PART = re.compile(r"^weights_head_(\d+)$")
+
+
+def part_words(part: str) -> str:
+    """A part as a person reads it, counting from 1 as the prompts and tables do: the
+    part ``weights_head_0`` is "weights of head 1"; any other name reads as itself."""
+    head = _HEAD_PART.match(part)
+    if head:
+        return f"weights of head {int(head.group(1)) + 1}"
+    return part
+
+
 def cell_words(part: str, index: Index = ()) -> str:
     """A cell as a person reads it: "weights row 1 column 2", counting from 1."""
+    words = part_words(part)
     if len(index) == 2:
-        return f"{part} row {index[0] + 1} column {index[1] + 1}"
+        return f"{words} row {index[0] + 1} column {index[1] + 1}"
     if len(index) == 1:
-        return f"{part} entry {index[0] + 1}"
-    return part
+        return f"{words} entry {index[0] + 1}"
+    return words
 
 
 def shape_words(shape: Sequence[int] | None) -> str:
@@ -115,7 +131,7 @@ def _choice_cell(ask: Mapping[str, Any], data: Mapping[str, Any]) -> tuple[str, 
     if text in ask["choices"]:
         return text, None
     got = f"; got {text!r}." if text else "."
-    return text, f"{name}: choose one of {', '.join(ask['choices'])}{got}"
+    return text, f"{part_words(name)}: choose one of {', '.join(ask['choices'])}{got}"
 
 
 def _number_cells(

@@ -16,6 +16,7 @@ from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from exercises.cells import part_words
 from exercises.kinds import KINDS
 from exercises.models import Exercise
 from exercises.playground import PLAYGROUND_MAX, PLAYGROUND_MAX_ABS
@@ -299,7 +300,19 @@ class ExerciseCreateSchema(OpenApiSerializerExtension):
 
 
 class AskSerializer(serializers.Serializer):
-    name = serializers.CharField()
+    name = serializers.CharField(
+        help_text=(
+            "The part's API name, the key of its answer. A number in it counts from 0: "
+            "`weights_head_0` holds the weights of head 1. (`pe_<pos>` names a position, "
+            "not an index.)"
+        )
+    )
+    label = serializers.SerializerMethodField(  # type: ignore[assignment]  # a field named label
+        help_text=(
+            "The part as the learner reads it, counting from 1 as the prompt, the tables "
+            'and the page do: "weights of head 1" for `weights_head_0`; otherwise the name.'
+        )
+    )
     shape = serializers.ListField(child=serializers.IntegerField(min_value=1), max_length=2)
     exact = serializers.BooleanField(
         required=False,
@@ -315,6 +328,9 @@ class AskSerializer(serializers.Serializer):
         ),
     )
     question = serializers.CharField(required=False, help_text="The prediction's question.")
+
+    def get_label(self, obj: Mapping[str, Any]) -> str:
+        return part_words(str(obj["name"]))
 
 
 class PredictionStateSerializer(serializers.Serializer):
@@ -354,7 +370,12 @@ class ExerciseSerializer(serializers.Serializer):
     )
     prompt = serializers.CharField(help_text="Markdown with $...$ math.")
     inputs = serializers.DictField(
-        help_text="Plain JSON numbers and lists; masks are boolean matrices, true = blocked."
+        help_text=(
+            "Plain JSON numbers and lists; masks are boolean matrices, true = blocked. An "
+            "index among them counts from 0 (the ablation kind's `highlighted` is a row of "
+            "`K_m`: 0 is the token the prompt calls token 1); names such as `K_1` count "
+            "inputs from 1, as the prompt does."
+        )
     )
     asks = AskSerializer(many=True)
     tolerance = serializers.SerializerMethodField()
@@ -423,7 +444,10 @@ class PartResultSerializer(serializers.Serializer):
     correct = serializers.BooleanField()
     wrong_cells = serializers.ListField(
         child=serializers.ListField(child=serializers.IntegerField(), max_length=2),
-        help_text="[row, col] in a matrix, [i] in a vector; a wrong number is [[]].",
+        help_text=(
+            "[row, col] in a matrix, [i] in a vector, counted from 0 (JSON list indices; "
+            "the page and the prompts count rows and columns from 1); a wrong number is [[]]."
+        ),
     )
     message = serializers.CharField()
     follows = serializers.BooleanField(

@@ -20,6 +20,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from exercises import predictions, selectors, services
+from exercises.cells import part_words
 from exercises.kinds import KINDS, ParamError, UnknownKindError
 from exercises.models import Attempt, Exercise
 from exercises.reviews import review_side
@@ -92,6 +93,7 @@ def exercise_context(
         "inputs": input_items(exercise),
         "parts": parts,
         "result": None if problems else result,
+        "first_wrong_label": part_words(str((result or {}).get("first_wrong") or "")),
         "problems": problems or {},
         "solution": solution,
         "remaining": remaining,
@@ -129,6 +131,7 @@ def _part_context(
     ]
     return {
         "name": name,
+        "label": part_words(name),
         "shape": ask["shape"],
         "values": values,
         "verdict": verdict,

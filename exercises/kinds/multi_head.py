@@ -117,7 +117,7 @@ class MultiHeadKind(ExerciseKind):
                 r"$K_i$ and $V_i$." + mask_words(params["mask"]),
                 rf"$X = {tex_matrix(Xi)}$, $W_Q = {tex_matrix(W[0])}$, $W_K = {tex_matrix(W[1])}$, "
                 rf"$W_V = {tex_matrix(W[2])}$, $W_O = {tex_matrix(W[3])}$.",
-                f"Compute each head's weights ({head_parts(h)}): the scores "
+                f"Compute the weights of each head, {head_parts(h)}: the scores "
                 rf"$Q_i K_i^\top$ divided by {scale_words}, masked keys set to $-\infty$, "
                 r"softmax per row; and the block's output: the heads' outputs $A_i V_i$ "
                 r"concatenated in order, times $W_O$.",
@@ -255,9 +255,11 @@ class MultiHeadKind(ExerciseKind):
 
 
 def head_parts(h: int) -> str:
-    """The part that holds each head's weights: head 1 (counted as the tables count) is
-    ``weights_head_0``."""
-    return ", ".join(f"head {i + 1} is the part `weights_head_{i}`" for i in range(h))
+    """The heads, counted from 1 as the tables and the answer grids count them (the API's
+    part for head 1 is ``weights_head_0``; each ask's ``label`` says so)."""
+    if h == 1:
+        return "head 1"
+    return f"heads 1 to {h}"
 
 
 def head_columns(h: int, d_head: int) -> str:

@@ -485,6 +485,7 @@ def test_ablation_through_the_api(api):
     ex = r.json()
     assert ex["asks"][-1] == {
         "name": "verdict",
+        "label": "verdict",
         "shape": [],
         "choices": ["reliance", "mixed", "decoration"],
         "question": (

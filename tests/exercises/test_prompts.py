@@ -93,7 +93,9 @@ def test_multi_head_says_the_scores_are_per_head_and_counts_heads_from_one():
     prompt = flat(g.prompt)
     assert r"$Q_i K_i^\top$" in prompt
     assert "head 1 uses columns 1 to 2; head 2 uses columns 3 to 4" in prompt
-    assert "head 1 is the part `weights_head_0`, head 2 is the part `weights_head_1`" in prompt
+    assert "Compute the weights of each head, heads 1 to 2:" in prompt
+    # No API part name, counted from 0, for the learner to translate.
+    assert "weights_head" not in prompt and "`" not in prompt
 
 
 # --- padding and causal: no API field name, no unused values ----------------------------------
