@@ -74,7 +74,7 @@ def parse_answer(value: Any, shape: Sequence[int]) -> list[float]:
     width = shape[1]
     for r, row in enumerate(value):
         if not isinstance(row, list) or len(row) != width:
-            raise ValueError(f"row {r} is {_kind_of(row)}")
+            raise ValueError(f"row [{r}] is {_kind_of(row)}")  # a JSON index, from 0
         flat.extend(_number(v, f"entry [{r}, {c}]") for c, v in enumerate(row))
     return flat
 
