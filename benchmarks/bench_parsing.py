@@ -16,8 +16,10 @@ Then, at ``--charset-size`` (1 MiB), the same through every charset a body may n
 the plain body in each accepted charset (with and without a byte order mark, both byte
 orders, aliases), the worst crafted shape in it, and bodies under refused charsets
 (``punycode`` with the report's body, ``idna``, ``utf-7``, ``unicode_escape``, ``rot13``,
-an unknown name), each beside the plain UTF-8 body's request. ``--charsets-only`` skips
-the sizes above.
+an unknown name), each beside the plain UTF-8 body's request; and, in process, the part
+of a request a charset changes (the depth guard over the code units, DRF's JSONParser
+decoding and parsing). The cases run round-robin, so a machine busy with other work
+slows them alike. ``--charsets-only`` skips the sizes above.
 Times are the best of ``--repeat`` runs.
 """
 
@@ -26,6 +28,8 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import functools
+import io
 import json
 import os
 import tempfile
@@ -151,16 +155,30 @@ def charset_cases(size: int) -> list[tuple[str, str, str, bytes, int]]:
     return cases
 
 
-def round_robin(post, jobs: dict[tuple[str, str], tuple[bytes, str]], repeat: int):
-    """The best time of each job over ``repeat`` rounds that each run every job once,
-    so a machine busy with other work slows every case alike; and each job's answer."""
-    times: dict[tuple[str, str], float] = {}
-    statuses = {key: post(body, label) for key, (body, label) in jobs.items()}
+def round_robin(jobs: dict, repeat: int) -> dict:
+    """The best time of each job (a callable) over ``repeat`` rounds that each run every
+    job once, so a machine busy with other work slows every case alike."""
+    times: dict = {}
     for _ in range(repeat):
-        for key, (body, label) in jobs.items():
-            spent = best(lambda body=body, label=label: post(body, label), 1)
+        for key, job in jobs.items():
+            spent = best(job, 1)
             times[key] = min(times.get(key, spent), spent)
-    return times, statuses
+    return times
+
+
+def guard_and_parse(body: bytes, label: str) -> None:
+    """What a charset changes in a request: the depth guard over the body's code units,
+    then the parser's decode and parse (DRF's JSONParser, as the view runs it)."""
+    from rest_framework.exceptions import ParseError
+    from rest_framework.parsers import JSONParser
+
+    from studyapp.common import charsets
+    from studyapp.common.jsonscan import json_depth
+
+    reading = charsets.json_reading(label, body[:4])
+    json_depth(charsets.code_units(body, reading))
+    with contextlib.suppress(ParseError):
+        JSONParser().parse(io.BytesIO(body), parser_context={"encoding": reading.codec})
 
 
 def charset_jobs(size: int) -> tuple[list, dict[tuple[str, str], tuple[bytes, str]]]:
@@ -181,12 +199,23 @@ def charset_jobs(size: int) -> tuple[list, dict[tuple[str, str], tuple[bytes, st
 def charsets_table(post, size: int, repeat: int) -> None:
     """Each charset's plain body and its costliest crafted shape, beside UTF-8's."""
     cases, jobs = charset_jobs(size)
-    times, statuses = round_robin(post, jobs, repeat)
+    statuses = {key: post(body, label) for key, (body, label) in jobs.items()}
+    times = round_robin(
+        {key: functools.partial(post, body, label) for key, (body, label) in jobs.items()}, repeat
+    )
+    own = round_robin(
+        {name: functools.partial(guard_and_parse, *jobs[(name, "plain")]) for name, *_ in cases},
+        3 * repeat,
+    )
     shapes = ["plain", *crafted(64)]
-    yardstick = times[(cases[0][0], "plain")]  # the plain UTF-8 body
-    utf8_worst = max(times[(cases[0][0], shape)] for shape in shapes[1:])
+    utf8 = cases[0][0]
+    yardstick, own_yardstick = times[(utf8, "plain")], own[utf8]
+    utf8_worst = max(times[(utf8, shape)] for shape in shapes[1:])
     print(f"\ncharsets at {size:,} bytes: the plain UTF-8 body's request {ms(yardstick)}")
-    print(f"{'charset':<34} {'plain':>9} {'x utf-8':>8} {'worst crafted':>14} {'x utf-8':>8}")
+    print(
+        f"{'charset':<32} {'request':>9} {'x utf-8':>7} {'guard+parse':>11} {'x utf-8':>7} "
+        f"{'worst crafted':>13} {'x utf-8':>7}"
+    )
     worst_ratio = 0.0
     for name, *_ in cases:
         took = times[(name, "plain")]
@@ -194,18 +223,20 @@ def charsets_table(post, size: int, repeat: int) -> None:
         worst = times[(name, shape)]
         worst_ratio = max(worst_ratio, took / yardstick)
         print(
-            f"{name:<34} {ms(took):>9} {took / yardstick:>7.2f}x {ms(worst):>14} "
-            f"{worst / utf8_worst:>7.2f}x  {statuses[(name, 'plain')]} (worst: {shape})"
+            f"{name:<32} {ms(took):>9} {took / yardstick:>6.2f}x {ms(own[name]):>11} "
+            f"{own[name] / own_yardstick:>6.2f}x {ms(worst):>13} {worst / utf8_worst:>6.2f}x"
+            f"  {statuses[(name, 'plain')]} (worst: {shape})"
         )
     for label in REFUSED:
         took = times[(label, "plain")]
         worst_ratio = max(worst_ratio, took / yardstick)
         refused = f"{label} (refused)"
         print(
-            f"{refused:<34} {ms(took):>9} {took / yardstick:>7.2f}x  {statuses[(label, 'plain')]}"
+            f"{refused:<32} {ms(took):>9} {took / yardstick:>6.2f}x  {statuses[(label, 'plain')]}"
         )
     print(
         f"  the costliest plain body: {worst_ratio:.2f}x the plain UTF-8 body's request; "
+        "guard+parse is the part a charset changes, in process (best of 3x the rounds); "
         "the crafted column is against UTF-8's costliest crafted shape"
     )
 

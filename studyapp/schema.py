@@ -115,7 +115,13 @@ class AutoSchema(BaseAutoSchema):
             responses.setdefault("404", _error("Not found (or not yours).", DETAIL_ERROR))
         if has_body:
             responses.setdefault(
-                "415", _error("Only application/json request bodies are accepted.", DETAIL_ERROR)
+                "415",
+                _error(
+                    "Only application/json request bodies are accepted, in utf-8 (the "
+                    "default), utf-16, utf-32, us-ascii or iso-8859-1; `detail` names a "
+                    "refused media type or charset.",
+                    DETAIL_ERROR,
+                ),
             )
             responses.setdefault(
                 "413", _error("The body is larger than the limit (8 MiB).", DETAIL_ERROR)

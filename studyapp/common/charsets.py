@@ -5,10 +5,10 @@ body is decoded only in a charset clients really send and whose decoder takes ti
 linear in the body. Those are UTF-8, UTF-16 and UTF-32 (with or without a byte order
 mark, in either byte order), US-ASCII and Latin-1, under any alias ``codecs.lookup``
 resolves to one of them (``utf8``, ``UTF-16LE``, ``latin1``, ``us-ascii``, ...). Any
-other name is refused before a byte is decoded: ``punycode`` and ``utf-7`` decode in
-time quadratic in the body, ``idna`` and ``unicode_escape`` are no charsets a client
-sends, ``rot13`` and ``bz2_codec`` are no text codecs at all, and an unknown name
-would otherwise be ignored in silence.
+other name is refused before a byte is decoded: ``punycode`` decodes in time quadratic
+in the body, ``utf-7``, ``idna`` and ``unicode_escape`` are no charsets a client sends,
+``rot13`` and ``bz2_codec`` are no text codecs at all, and an unknown name would
+otherwise be ignored in silence.
 
 A JSON body is decoded once, by the parser. The depth guard reads the same text without
 decoding it (:func:`code_units`): in each accepted charset the six characters JSON
