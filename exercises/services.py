@@ -27,7 +27,7 @@ from django.db.models import F
 
 from exercises import predictions, presets
 from exercises.checking import AnswerError, CheckResult, check_answers
-from exercises.kinds import VARIANT_SEED_MAX, ParamError, get_kind
+from exercises.kinds import KINDS, VARIANT_SEED_MAX, ParamError, get_kind
 from exercises.models import Attempt, Exercise, Prediction
 from exercises.playground import PlaygroundError, preset_playground
 from exercises.selectors import exercise_for_owner
@@ -218,7 +218,7 @@ def attempt_submit(*, owner: Any, exercise_id: int, answers: Any, at: datetime) 
         rtol=exercise.rtol,
         atol=exercise.atol,
         inputs=exercise.inputs,
-        kind=exercise.kind,
+        kind=KINDS.get(exercise.kind),
     )
     result, attempt = _attempt_record(exercise=exercise, answers=answers, checked=checked, at=at)
     result["attempt"] = attempt.number

@@ -7,16 +7,14 @@ Pure: no Django.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from exercises.checking.answers import validate_answers
 from exercises.checking.diagnosis import diagnose_step
-from exercises.checking.marking import CheckResult, mark, resolve_kind
-
-if TYPE_CHECKING:
-    from exercises.kinds.base import ExerciseKind
+from exercises.checking.marked_kind import MarkedKind
+from exercises.checking.marking import CheckResult, mark
 
 
 def check_given(
@@ -27,11 +25,10 @@ def check_given(
     rtol: float,
     atol: float,
     inputs: dict[str, Any] | None = None,
-    kind: ExerciseKind | str | None = None,
+    kind: MarkedKind | None = None,
     diagnose: bool = True,
 ) -> CheckResult:
     """Mark well-formed answers, try the whole answers the prompt also allows, diagnose."""
-    kind = resolve_kind(kind)
     parts, first_wrong = mark(
         asks=asks, solution=solution, given=given, rtol=rtol, atol=atol, inputs=inputs, kind=kind
     )
@@ -77,11 +74,11 @@ def check_answers(
     rtol: float,
     atol: float,
     inputs: dict[str, Any] | None = None,
-    kind: ExerciseKind | str | None = None,
+    kind: MarkedKind | None = None,
 ) -> CheckResult:
     """Check ``answers`` (part -> JSON value); raises ``AnswerError`` when malformed.
 
-    ``kind`` (an ``ExerciseKind`` or its name) and ``inputs`` enable error carried
+    ``kind`` (an exercise kind, ``MarkedKind``) and ``inputs`` enable error carried
     forward, accepted alternatives and the diagnosis.
     """
     given: dict[str, Any] = dict(validate_answers(asks, answers))

@@ -19,20 +19,18 @@ with what each means under ``either``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from exercises.checking.answers import answer_cells
+from exercises.checking.marked_kind import Follow, MarkedKind
 from exercises.checking.marking import RECOMPUTE_ERRORS, PartResult, cells_ok, follow_on
 from exercises.checking.mistakes import MISTAKES, either_words
 
-if TYPE_CHECKING:
-    from exercises.kinds.base import ExerciseKind, Follow
-
 
 def _answers_under(
-    kind: ExerciseKind, inputs: dict[str, Any], recipe: Mapping[str, Any]
+    kind: MarkedKind, inputs: dict[str, Any], recipe: Mapping[str, Any]
 ) -> dict[str, np.ndarray] | None:
     """The kind's whole mistaken chain, or None where it cannot be recomputed."""
     try:
@@ -59,7 +57,7 @@ def _agree(
 
 
 def diagnose_step(
-    kind: ExerciseKind,
+    kind: MarkedKind,
     inputs: dict[str, Any],
     asks: Sequence[Mapping[str, Any]],
     solution: Mapping[str, Any],

@@ -21,14 +21,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from exercises.checking.answers import answer_cells
-
-if TYPE_CHECKING:  # the kinds import predictions, which imports checking
-    from exercises.kinds.base import ExerciseKind, Follow
+from exercises.checking.marked_kind import Follow, MarkedKind
 
 FOLLOW_CREDIT = 0.5  # the credit of a part that is right given the learner's own earlier parts
 
@@ -116,21 +114,13 @@ def cells_ok(
     return close
 
 
-def resolve_kind(kind: ExerciseKind | str | None) -> ExerciseKind | None:
-    if isinstance(kind, str):
-        from exercises.kinds import KINDS
-
-        return KINDS.get(kind)
-    return kind
-
-
 # A learner's numbers can be anything finite: a kind's recomputation may then fail. That
 # only means nothing follows from them; it is never an error.
 RECOMPUTE_ERRORS = (ValueError, KeyError, TypeError, IndexError, ZeroDivisionError, OverflowError)
 
 
 def follow_on(
-    kind: ExerciseKind | None,
+    kind: MarkedKind | None,
     inputs: dict[str, Any] | None,
     given: Mapping[str, np.ndarray],
     recipe: Mapping[str, Any] | None = None,
@@ -204,14 +194,13 @@ def mark(
     rtol: float,
     atol: float,
     inputs: dict[str, Any] | None = None,
-    kind: ExerciseKind | str | None = None,
+    kind: MarkedKind | None = None,
 ) -> tuple[dict[str, PartResult], str | None]:
     """Per-part verdicts of well-formed answers, and the first wrong step (None when right).
 
     ``given`` maps each asked part to an array of its shape (exact parts may hold Python
     integers, which stay exact beyond a float's 2**53).
     """
-    kind = resolve_kind(kind)
     floats = {name: np.asarray(value, dtype=float) for name, value in given.items()}
     follows = follow_on(kind, inputs, floats)
     parts: dict[str, PartResult] = {}

@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from exercises.checking.marked_kind import Follow as Follow  # the kinds' own name for it
+
 VARIANT_SEED_MAX = 2**63 - 1  # the largest seed a variant takes: a signed 64-bit integer
 DEFAULT_RTOL = 0.01
 DEFAULT_ATOL = 0.005
@@ -137,32 +139,6 @@ SEED_SPEC = ParamSpec(
     0,
     VARIANT_SEED_MAX,
 )
-
-
-@dataclass(frozen=True)
-class Follow:
-    """What an asked part is, computed from the learner's own earlier parts.
-
-    ``value`` has the part's shape; ``uses`` names the earlier asked parts it is computed
-    from, ``words`` says so to the learner ("your scores"); ``slack`` (a number or an
-    array of the part's shape) widens the tolerance by what rounding the steps in between
-    that are not asked (to ``STEP_DECIMALS``) can move a cell. With ``uses`` empty the
-    part is computed from the inputs alone: ``slack`` then widens the expected answer's
-    tolerance by what the hand steps before it carry.
-
-    ``own_size``: the part is a difference or ratio of the parts in ``uses``, so earlier
-    parts right only within their tolerance can carry it far off its own size. From right
-    earlier parts it is then judged against the expected value on its own tolerance,
-    widened by ``slack`` (set it to what writing the ``uses`` parts to ``STEP_DECIMALS``
-    carries), not accepted merely for following; a value that follows from them but
-    misses that earns the half credit of a part that follows.
-    """
-
-    value: Any
-    uses: tuple[str, ...]
-    words: str
-    slack: Any = 0.0
-    own_size: bool = False
 
 
 @dataclass

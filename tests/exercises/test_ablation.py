@@ -182,7 +182,7 @@ def _check(g, answers):
         rtol=g.rtol,
         atol=g.atol,
         inputs=g.inputs,
-        kind="ablation",
+        kind=get_kind("ablation"),
     )
 
 
