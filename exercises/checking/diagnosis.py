@@ -19,6 +19,7 @@ with what each means under ``either``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -93,25 +94,9 @@ def diagnose_step(
     for code in kind.mistakes:
         recipe = MISTAKES[code].recipe
         follows = follow_on(kind, inputs, floats, recipe)
-        follow, right = follows.get(step), right_follow.get(step)
-        explained = False
-        if (
-            follow is not None
-            and right is not None
-            and all(parts.get(u) and parts[u].correct for u in follow.uses)
-            and not same(step, follow.value, right.value)
-        ):
-            explained = matches(step, follow.value, follow.slack)
         chain = _answers_under(kind, inputs, recipe) or {}  # None: nothing to match
-        if not explained:
-            explained = bool(
-                chain
-                and step in chain
-                and not same(step, chain[step], solution[step])
-                and all(same(n, given[n], chain[n]) for n in earlier if n in chain)
-                and matches(step, chain[step])
-            )
-        if not explained:
+        mistaken = _Mistaken(step, follows.get(step), right_follow.get(step), chain)
+        if not mistaken.explains(earlier, parts, solution, given, matches, same):
             continue
         agree = _Later(solution, chain, follows, right_follow, matches, same)
         if all(agree.part(name) for name in later):
@@ -123,6 +108,45 @@ def diagnose_step(
         return kind.mistake_text(code, inputs) or MISTAKES[code].text
 
     return _named(found, parts[step], step, text)
+
+
+@dataclass(frozen=True)
+class _Mistaken:
+    """The step done a mistaken way: from the learner's own earlier parts (``follow``,
+    against ``right``, the step done right from them), and along the whole mistaken
+    chain from the inputs (``chain``)."""
+
+    step: str
+    follow: Follow | None
+    right: Follow | None
+    chain: Mapping[str, Any]
+
+    def explains(
+        self,
+        earlier: Sequence[str],
+        parts: Mapping[str, PartResult],
+        solution: Mapping[str, Any],
+        given: Mapping[str, Any],
+        matches: Callable[..., bool],
+        same: Callable[[str, Any, Any], bool],
+    ) -> bool:
+        """Whether the learner's step is this mistake's, either way (a) or (b)."""
+        step, follow, right, chain = self.step, self.follow, self.right, self.chain
+        if (
+            follow is not None
+            and right is not None
+            and all(parts.get(u) and parts[u].correct for u in follow.uses)
+            and not same(step, follow.value, right.value)
+            and matches(step, follow.value, follow.slack)
+        ):
+            return True
+        return bool(
+            chain
+            and step in chain
+            and not same(step, chain[step], solution[step])
+            and all(same(n, given[n], chain[n]) for n in earlier if n in chain)
+            and matches(step, chain[step])
+        )
 
 
 class _Later:
