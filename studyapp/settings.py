@@ -88,6 +88,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "studyapp.csrf.PageCsrfCookieMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Cache-Control on every answer; whom a page is for (the offline worker keeps per learner).
+    "studyapp.cache_control.PrivatePagesMiddleware",
     # Django's messages for the pages; API requests skip their storage.
     "studyapp.middleware.PageMessagesMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -109,6 +111,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "studyapp.cache_control.offline_learner",
             ],
         },
     },
