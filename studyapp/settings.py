@@ -301,7 +301,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    # Each choice set named "status" gets a name of its own in the schema.
+    "ENUM_NAME_OVERRIDES": {"LabSubmissionStatusEnum": "labs.models.Submission.Status"},
 }
 
 # --- Celery ------------------------------------------------------------------
