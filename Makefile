@@ -36,7 +36,7 @@ COV ?= --cov --cov-report=term
 # The ladder, the engine and the checker keep 100% branch coverage (after a whole-suite run).
 FULLY_COVERED = cards/ladder.py,exercises/engine.py,exercises/checking/*
 # Two pytest workers, one per core of the machines CI runs on; XDIST= runs in one process.
-XDIST ?= -n 2
+XDIST ?= -n 2 --dist worksteal
 
 # The counts tables are kept by triggers written for each backend: when the suite ran on
 # PostgreSQL, their recount tests run once more on SQLite (about 20 s).

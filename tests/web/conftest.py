@@ -160,13 +160,21 @@ def phone(browser):
     context.close()
 
 
+# Screenshots of the states the tests walk through, for a person to look at: taken with
+# STUDY_SCREENSHOTS=1 (a fifth of a layout test's time goes into them, and no test reads
+# them back).
+TAKE_SCREENSHOTS = os.environ.get("STUDY_SCREENSHOTS") == "1"
+
+
 @pytest.fixture
 def screenshot():
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    if TAKE_SCREENSHOTS:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     def take(page, name: str, full_page: bool = True) -> Path:
         path = SCREENSHOTS / f"{name}.png"
-        page.screenshot(path=str(path), full_page=full_page)
+        if TAKE_SCREENSHOTS:
+            page.screenshot(path=str(path), full_page=full_page)
         return path
 
     return take
