@@ -22,9 +22,10 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import redis
 
-from labs import availability, tasks
+from labs import availability, services
 from labs.catalogue import LABS
 from labs.models import Submission
+from labs.publishing import GRADE_SUBMISSION_TASK
 from studyapp.celery import app
 from tests.labs import require_sandbox
 
@@ -80,11 +81,12 @@ def web(own_redis, settings, monkeypatch):
     settings.STUDY_LAB_HEARTBEAT_SECONDS = float(HEARTBEAT)
     monkeypatch.setattr(availability.sandbox, "unavailable", lambda: HERE)
 
-    def publish(pk: int) -> None:
+    def publish(pk: int) -> bool:
         with app.connection_for_write(own_redis) as connection:
-            tasks.grade_submission.apply_async(args=[pk], connection=connection)
+            app.send_task(GRADE_SUBMISSION_TASK, args=[pk], connection=connection)
+        return True
 
-    monkeypatch.setattr(tasks.grade_submission, "delay", publish)
+    monkeypatch.setattr(services, "publish_grading", publish)
     return own_redis
 
 

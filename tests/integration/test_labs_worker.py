@@ -29,9 +29,10 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from cards.models import Card, Deck, LabBinding, ReviewLog, ReviewState
-from labs import services, tasks
+from labs import services
 from labs.catalogue import LABS
 from labs.models import Submission
+from labs.publishing import GRADE_SUBMISSION_TASK
 from tests.labs import require_sandbox
 
 from .conftest import REPO, Celery, wait_for
@@ -88,12 +89,19 @@ HOSTILE = [
 
 @pytest.fixture
 def to_this_queue(celery_procs, monkeypatch):
-    """Gradings go to this test's queue, not the shared "labs" one."""
-    monkeypatch.setattr(
-        tasks.grade_submission,
-        "delay",
-        lambda pk: tasks.grade_submission.apply_async(args=[pk], queue=celery_procs.queue),
-    )
+    """Gradings (at submit and from the sweep) go to this test's queue on its worker's
+    broker, not the shared "labs" one: sent by the project's app on a connection of their
+    own, whatever app another test in this process made current."""
+    from studyapp.celery import app
+
+    def publish(pk: int) -> bool:
+        with app.connection_for_write(celery_procs.redis_url) as connection:
+            app.send_task(
+                GRADE_SUBMISSION_TASK, args=[pk], queue=celery_procs.queue, connection=connection
+            )
+        return True
+
+    monkeypatch.setattr(services, "publish_grading", publish)
 
 
 def test_one_labs_worker_grades_hostile_code_and_goes_on_serving(celery_procs, api, to_this_queue):

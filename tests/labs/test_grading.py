@@ -271,6 +271,8 @@ def test_the_filesystem_broker_keeps_the_labs_queue_apart(tmp_path, settings):
     queue.mkdir()
     app = Celery(
         "study-broker-check",
+        # Not the process's current app: later tests publish through the project's.
+        set_as_current=False,
         broker="filesystem://",
         broker_transport_options={
             "data_folder_in": str(queue),

@@ -214,6 +214,13 @@ def axe_check(axe, screenshot, page, shot: str, name: str) -> None:
     assert not jumps, f"{name}: headings skip a level: {levels}"
 
 
+def settle(page) -> None:
+    """Wait until the page has handled what was just sent to it: a frame has been drawn
+    and the tasks queued before it have run (a state, not a pause). For checks that
+    something did *not* happen after a key or a click."""
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")
+
+
 def wait_until(page, expression: str, timeout: float = STATE_TIMEOUT_MS / 1000) -> None:
     """Poll ``expression`` in the page until it is truthy.
 

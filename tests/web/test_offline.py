@@ -18,7 +18,7 @@ from django.utils import timezone
 from cards import services as card_services
 from cards.models import Card, ReviewLog, ReviewState
 
-from .conftest import go_offline, go_online, log_in, wait_until
+from .conftest import go_offline, go_online, log_in, settle, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -141,8 +141,11 @@ def test_keys_leave_links_and_buttons_alone(live_server, page, due_deck, learner
     page.keyboard.press("Space")
     page.wait_for_selector("#answer-body", state="visible")
     page.get_by_role("link", name="Dashboard").focus()
+    sent = []
+    page.on("request", lambda request: sent.append(request.url))
     page.keyboard.press("2")
-    page.wait_for_timeout(300)
+    settle(page)
+    assert not [url for url in sent if "/api/v1/reviews/" in url]
     assert not ReviewLog.objects.exists()
     # From the grade buttons, where focus lands, the keys work.
     page.locator("#grade-good").focus()

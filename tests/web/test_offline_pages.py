@@ -18,7 +18,7 @@ from cards import services as card_services
 from cards.models import Card, ReviewLog, ReviewState
 from studyapp.cache_control import learner_key
 
-from .conftest import axe_check, go_offline, go_online, log_in, wait_until
+from .conftest import STATE_TIMEOUT_MS, axe_check, go_offline, go_online, log_in, settle, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -55,7 +55,7 @@ def view(request, browser):
         is_mobile=phone,
         has_touch=phone,
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(STATE_TIMEOUT_MS)
     page = context.new_page()
     page.width_name = width
     yield page
@@ -370,7 +370,7 @@ def test_a_control_posted_while_the_server_does_not_answer_stays_on_the_page(
     for selector in ["#undo-button", "#bury-button", "#suspend-button", "#report-send"]:
         assert page.is_disabled(selector), selector
     page.keyboard.press("u")  # Undo's key does nothing either
-    page.wait_for_timeout(200)
+    settle(page)
     assert page.url == f"{live_server.url}/review/"
     assert ReviewLog.objects.filter(learner=learner).count() == 1
     check(page, "controls-server-unreachable")
@@ -521,7 +521,7 @@ def _sent_by_another_page(page, learner, card_id: int) -> None:
 def page_without_worker(browser):
     """A page whose navigations reach the test's routes (a service worker's would not)."""
     context = browser.new_context(service_workers="block")
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(STATE_TIMEOUT_MS)
     yield context.new_page()
     context.close()
 

@@ -21,7 +21,7 @@ from labs import selectors as lab_selectors
 from labs.models import Submission
 from studyapp.cache_control import learner_key
 
-from .conftest import go_offline, go_online, log_in, wait_until
+from .conftest import STATE_TIMEOUT_MS, go_offline, go_online, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -216,7 +216,7 @@ def test_a_kept_copy_of_another_learner_is_refused_by_the_page(
     """Where the worker cannot read the cookie, the kept copy's own script refuses it: the
     page stops before its body and drops the pages kept for anyone but Bob."""
     context = browser.new_context(service_workers="block")
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(STATE_TIMEOUT_MS)
     page = context.new_page()
     log_in(context, live_server, other_learner)
     page.goto(f"{live_server.url}/profile/")
