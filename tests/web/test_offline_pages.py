@@ -240,13 +240,13 @@ def test_the_timer_sends_the_queue_when_the_browser_never_reports_a_connection(
     log_in(page.context, live_server, learner)
     page.goto(f"{live_server.url}/review/")
     page.evaluate("window.onlineEvents = 0; addEventListener('online', () => onlineEvents++)")
-    page.route("**/api/v1/reviews/", lambda route: route.abort("internetdisconnected"))
+    page.context.route("**/api/v1/reviews/", lambda route: route.abort("internetdisconnected"))
     card = _grade_good(page)
     page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
     check(page, "review-server-unreachable")
     assert not ReviewLog.objects.filter(learner=learner).exists()
 
-    page.unroute("**/api/v1/reviews/")
+    page.context.unroute("**/api/v1/reviews/")
     page.wait_for_selector(
         "#offline-status:has-text('All answers given offline have been sent')", timeout=20_000
     )
@@ -283,13 +283,13 @@ def test_after_reconnecting_no_card_answered_offline_is_shown(
     log_in(page.context, live_server, learner)
     page.context.add_init_script(WATCH_CARD)
     page.goto(f"{live_server.url}/review/")
-    page.route("**/api/v1/reviews/", lambda route: route.abort("internetdisconnected"))
+    page.context.route("**/api/v1/reviews/", lambda route: route.abort("internetdisconnected"))
     answered = _grade_good(page)
     page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
     page.evaluate("card => sessionStorage.setItem('watch-card', String(card))", answered)
 
     # Reconnected: the server still has the answered card first until the queue is sent.
-    page.unroute("**/api/v1/reviews/")
+    page.context.unroute("**/api/v1/reviews/")
     page.goto(f"{live_server.url}/review/")
     _wait_for_logs(page, learner, 1)
     # The page reloads once the queue is sent, and shows its card only then.
@@ -355,15 +355,18 @@ def test_controls_wait_for_the_server_with_a_message(live_server, view, due_deck
 def test_a_control_posted_while_the_server_does_not_answer_stays_on_the_page(
     live_server, view, due_deck, learner, check
 ):
-    """The browser says online; the server does not answer: no browser error page."""
+    """The browser says online; the server does not answer: no browser error page.
+
+    The routes are the context's: once the service worker controls the page, the probe
+    goes through it, and only the context's routes see a worker's requests."""
     page = view
     log_in(page.context, live_server, learner)
     page.goto(f"{live_server.url}/review/")
     _grade_good(page)  # online: Undo is offered for it
     page.wait_for_selector("#undo-button")
     shown = _card_id(page)
-    page.route("**/healthz", lambda route: route.abort("connectionrefused"))
-    page.route("**/cards/*/suspend/", lambda route: route.abort("connectionrefused"))
+    page.context.route("**/healthz", lambda route: route.abort("connectionrefused"))
+    page.context.route("**/cards/*/suspend/", lambda route: route.abort("connectionrefused"))
     page.click("#suspend-button")
     page.wait_for_selector("#controls-status:has-text('You are offline')")
     assert page.url == f"{live_server.url}/review/"
@@ -376,8 +379,8 @@ def test_a_control_posted_while_the_server_does_not_answer_stays_on_the_page(
     check(page, "controls-server-unreachable")
     assert not ReviewState.objects.get(learner=learner, card_id=shown).suspended
 
-    page.unroute("**/healthz")
-    page.unroute("**/cards/*/suspend/")
+    page.context.unroute("**/healthz")
+    page.context.unroute("**/cards/*/suspend/")
     # The next request that reaches the server (here: a probe on "online") turns them back on.
     page.evaluate("dispatchEvent(new Event('online'))")
     page.wait_for_selector("#controls-status:has-text('Back online')")
@@ -399,8 +402,8 @@ def test_a_report_from_the_card_notes_page_waits_for_the_server(
     page.goto(f"{live_server.url}/cards/{card.pk}/notes/")
     page.click("#report-toggle")
     page.fill("#report-text", "A formula is cut short.")
-    page.route("**/healthz", lambda route: route.abort("connectionrefused"))
-    page.route(REPORT_URL, lambda route: route.abort("connectionrefused"))
+    page.context.route("**/healthz", lambda route: route.abort("connectionrefused"))
+    page.context.route(REPORT_URL, lambda route: route.abort("connectionrefused"))
     page.click("#report-send")
     page.wait_for_selector("#controls-status:has-text('You are offline')")
     assert page.url == f"{live_server.url}/cards/{card.pk}/notes/"
@@ -409,8 +412,8 @@ def test_a_report_from_the_card_notes_page_waits_for_the_server(
     check(page, "notes-report-server-unreachable")
     assert not learner.reports.exists()
 
-    page.unroute("**/healthz")
-    page.unroute(REPORT_URL)
+    page.context.unroute("**/healthz")
+    page.context.unroute(REPORT_URL)
     page.evaluate("dispatchEvent(new Event('online'))")
     page.wait_for_selector("#controls-status:has-text('Back online')")
     with page.expect_navigation():

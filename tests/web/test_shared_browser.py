@@ -159,11 +159,11 @@ def test_signing_out_sends_what_waits_then_forgets_the_learner(
     log_in(page.context, live_server, learner)
     page.goto(f"{live_server.url}/review/")
     wait_until(page, "navigator.serviceWorker.controller !== null")
-    page.route("**/api/v1/reviews/", lambda route: route.abort("internetdisconnected"))
+    page.context.route("**/api/v1/reviews/", lambda route: route.abort("internetdisconnected"))
     page.click("#show-answer")
     page.click("#grade-good")
     page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
-    page.unroute("**/api/v1/reviews/")
+    page.context.unroute("**/api/v1/reviews/")
 
     with page.expect_navigation(url=f"{live_server.url}/login/"):
         page.get_by_role("button", name="Log out").click()
@@ -177,7 +177,7 @@ def test_signing_out_sends_what_waits_then_forgets_the_learner(
 def test_signing_out_drops_answers_the_server_would_not_take(live_server, page, due_deck, learner):
     log_in(page.context, live_server, learner)
     page.goto(f"{live_server.url}/review/")
-    page.route("**/api/v1/reviews/", lambda route: route.fulfill(status=503, body="{}"))
+    page.context.route("**/api/v1/reviews/", lambda route: route.fulfill(status=503, body="{}"))
     page.click("#show-answer")
     page.click("#grade-good")
     page.wait_for_selector("#offline-status:has-text('1 answer is waiting')")
