@@ -357,16 +357,18 @@ def test_a_control_posted_while_the_server_does_not_answer_stays_on_the_page(
 ):
     """The browser says online; the server does not answer: no browser error page.
 
-    The routes are the context's: once the service worker controls the page, the probe
-    goes through it, and only the context's routes see a worker's requests."""
+    Every request to the server is refused, the offline queue's own sends included (one
+    that got through would rightly tell the page the server is back). The route is the
+    context's: once the service worker controls the page, requests go through it, and
+    only the context's routes see a worker's requests."""
     page = view
     log_in(page.context, live_server, learner)
     page.goto(f"{live_server.url}/review/")
     _grade_good(page)  # online: Undo is offered for it
     page.wait_for_selector("#undo-button")
     shown = _card_id(page)
-    page.context.route("**/healthz", lambda route: route.abort("connectionrefused"))
-    page.context.route("**/cards/*/suspend/", lambda route: route.abort("connectionrefused"))
+    server = f"{live_server.url}/**"
+    page.context.route(server, _refuse)
     page.click("#suspend-button")
     page.wait_for_selector("#controls-status:has-text('You are offline')")
     assert page.url == f"{live_server.url}/review/"
@@ -379,8 +381,7 @@ def test_a_control_posted_while_the_server_does_not_answer_stays_on_the_page(
     check(page, "controls-server-unreachable")
     assert not ReviewState.objects.get(learner=learner, card_id=shown).suspended
 
-    page.context.unroute("**/healthz")
-    page.context.unroute("**/cards/*/suspend/")
+    page.context.unroute(server, _refuse)
     # The next request that reaches the server (here: a probe on "online") turns them back on.
     page.evaluate("dispatchEvent(new Event('online'))")
     page.wait_for_selector("#controls-status:has-text('Back online')")
@@ -389,7 +390,8 @@ def test_a_control_posted_while_the_server_does_not_answer_stays_on_the_page(
     assert ReviewState.objects.get(learner=learner, card_id=shown).suspended
 
 
-REPORT_URL = "**/reports/new/"
+def _refuse(route) -> None:
+    route.abort("connectionrefused")
 
 
 def test_a_report_from_the_card_notes_page_waits_for_the_server(
@@ -402,8 +404,8 @@ def test_a_report_from_the_card_notes_page_waits_for_the_server(
     page.goto(f"{live_server.url}/cards/{card.pk}/notes/")
     page.click("#report-toggle")
     page.fill("#report-text", "A formula is cut short.")
-    page.context.route("**/healthz", lambda route: route.abort("connectionrefused"))
-    page.context.route(REPORT_URL, lambda route: route.abort("connectionrefused"))
+    server = f"{live_server.url}/**"  # every request, as in the review page's test
+    page.context.route(server, _refuse)
     page.click("#report-send")
     page.wait_for_selector("#controls-status:has-text('You are offline')")
     assert page.url == f"{live_server.url}/cards/{card.pk}/notes/"
@@ -412,8 +414,7 @@ def test_a_report_from_the_card_notes_page_waits_for_the_server(
     check(page, "notes-report-server-unreachable")
     assert not learner.reports.exists()
 
-    page.context.unroute("**/healthz")
-    page.context.unroute(REPORT_URL)
+    page.context.unroute(server, _refuse)
     page.evaluate("dispatchEvent(new Event('online'))")
     page.wait_for_selector("#controls-status:has-text('Back online')")
     with page.expect_navigation():
