@@ -85,6 +85,7 @@ def test_learner_journey(live_server, page, deck, screenshot):
         screenshot(page, "03-review-answer")
         page.keyboard.press("2")
         page.wait_for_selector("text=Card 2 of 2")
+        page.wait_for_load_state()  # the next page's scripts have run
         recall = deck.cards.get(key="why-scale")
         log = ReviewLog.objects.get(card=recall)
         assert (log.result, log.step_after, log.interval_days) == ("pass", 1, 3)

@@ -40,6 +40,7 @@ def test_undo_a_grade_with_the_u_key(live_server, page, learner, due_now, screen
     page.keyboard.press("1")
     page.wait_for_selector("text=All done for today")
     page.wait_for_selector("#undo-button")
+    page.wait_for_load_state()  # the next page's scripts have run: U is heard
     screenshot(page, "controls-undo-offered")
     page.keyboard.press("u")
     page.wait_for_selector("text=Undone")

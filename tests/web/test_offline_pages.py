@@ -312,8 +312,9 @@ def test_controls_wait_for_the_server_with_a_message(live_server, view, due_deck
     page = view
     log_in(page.context, live_server, learner)
     page.goto(f"{live_server.url}/review/")
-    _grade_good(page)  # online: Undo is offered for it
+    _grade_good(page)  # online: Undo is offered for it, on the next page
     page.wait_for_selector("#undo-button")
+    page.wait_for_load_state()  # its scripts have run: the controls are guarded
 
     # Offline, the next grade waits and the page goes on with a card it carries; the
     # failed send is what tells the page (navigator.onLine may never change).
@@ -369,8 +370,9 @@ def test_a_control_posted_while_the_server_does_not_answer_stays_on_the_page(
     page = view
     log_in(page.context, live_server, learner)
     page.goto(f"{live_server.url}/review/")
-    _grade_good(page)  # online: Undo is offered for it
+    _grade_good(page)  # online: Undo is offered for it, on the next page
     page.wait_for_selector("#undo-button")
+    page.wait_for_load_state()  # its scripts have run: the controls are guarded
     shown = _card_id(page)
     server = f"{live_server.url}/**"
     page.context.route(server, _refuse)
