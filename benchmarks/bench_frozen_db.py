@@ -6,7 +6,7 @@
 The production stack: ``gunicorn studyapp.wsgi:application`` with ``--workers`` sync
 workers and docker-compose's ``--timeout 30``, ``DJANGO_DEBUG=0``, production's database
 timeouts, Redis when ``REDIS_URL`` is set. Its database connections go through a TCP
-relay to PostgreSQL that can *freeze* as a SIGSTOPped server does: the kernel still
+relay to PostgreSQL (``tests/freezing_relay.py``) that can *freeze* as a SIGSTOPped server does: the kernel still
 completes new connections and takes the bytes sent, and no answer comes (the shared
 PostgreSQL itself is never stopped). ``--learners`` clients, each with a token of its
 own, ask ``GET /api/v1/reviews/due/`` back to back: ``--warm`` seconds answered, then
@@ -22,11 +22,8 @@ log); and how long after the thaw the first 200 came.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import http.client
 import os
-import select
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,58 +33,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.freezing_relay import FreezingRelay
+
 REPO = Path(__file__).resolve().parent.parent
 DATABASE_NAME = "bench_frozen_db"
 PATH = "/api/v1/reviews/due/"
-
-
-class FreezingRelay:
-    """A TCP relay to PostgreSQL that stops relaying while ``frozen`` is set."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.server = socket.create_server(("127.0.0.1", 0), backlog=512)
-        self.port = self.server.getsockname()[1]
-        self.frozen = threading.Event()
-        self.stopped = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            # The server side of a frozen PostgreSQL: the kernel's handshake done, nobody
-            # reading. The upstream connection is made at once; nothing crosses until thawed.
-            upstream = socket.create_connection(self.target)
-            for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
-        while not self.stopped.is_set():
-            if self.frozen.is_set():
-                time.sleep(0.01)
-                continue
-            try:
-                ready, _, _ = select.select([src], [], [], 0.05)
-                if not ready:
-                    continue
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-            except (OSError, ValueError):  # closed by the other direction's pump
-                break
-        for sock in (src, dst):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                sock.close()
-
-    def close(self) -> None:
-        self.stopped.set()
-        self.server.close()
 
 
 @dataclass

@@ -7,11 +7,9 @@ worker's tasks, management commands) get the job statement timeout instead.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import os
-import select
 import socket
 import subprocess
 import sys
@@ -30,6 +28,7 @@ from cards.models import ReviewLog
 from cards.services.reviews import IDEMPOTENCY_LEASE
 from studyapp.common import db_breaker
 from studyapp.common.db import serve_requests_with_web_timeouts, watchdog
+from tests.freezing_relay import FreezingRelay
 
 from .conftest import START
 
@@ -191,57 +190,11 @@ def test_jobs_run_with_the_job_timeout_and_served_requests_with_the_web_one():
         connection.close()
 
 
-class FreezingProxy:
-    """A TCP relay to PostgreSQL that can stop relaying, as a SIGSTOPped server does:
-    the kernel still takes the client's bytes, and no answer ever comes."""
-
-    def __init__(self, host: str, port: int):
-        self.target = (host, port)
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self.frozen = threading.Event()
-        self.stopped = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
-        while not self.stopped.is_set():
-            if self.frozen.is_set():
-                time.sleep(0.02)
-                continue
-            ready, _, _ = select.select([src], [], [], 0.05)
-            if not ready:
-                continue
-            try:
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-            except OSError:
-                break
-        for sock in (src, dst):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self.stopped.set()
-        self.server.close()
-
-
 @pytest.fixture
 def through_proxy():
     """This test's connection to PostgreSQL goes through a proxy that can freeze."""
     saved = (connection.settings_dict["HOST"], connection.settings_dict["PORT"])
-    proxy = FreezingProxy(saved[0] or "127.0.0.1", int(saved[1] or 5432))
+    proxy = FreezingRelay(saved[0] or "127.0.0.1", int(saved[1] or 5432))
     connection.close()
     connection.settings_dict["HOST"], connection.settings_dict["PORT"] = "127.0.0.1", proxy.port
     yield proxy

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -34,6 +36,49 @@ def database_url() -> str:
     if s.get("PASSWORD"):
         auth += ":" + quote(s["PASSWORD"])
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def serving(tmp_path: Path, redis_url: str) -> Iterator[tuple[str, Callable[[], str]]]:
+    """``runserver`` configured as production is, on ``redis_url``, for one test: its base
+    URL once it takes connections, and a function that reads its log."""
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        cwd=REPO,
+        env=Celery(tmp_path).env(REDIS_URL=redis_url),
+        stdout=log_path.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+
+    def read_log() -> str:
+        return log_path.read_text(errors="replace")
+
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"runserver did not start:\n{read_log()}")
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}", read_log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def wait_for(condition: Callable[[], object], *, timeout: float, what: str, procs=()) -> object:

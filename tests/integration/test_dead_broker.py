@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -21,7 +18,7 @@ from rest_framework.authtoken.models import Token
 
 from cards.models import Card, Deck, ReviewState
 
-from .conftest import REPO, Celery
+from .conftest import serving
 
 pytestmark = [
     pytest.mark.redis,
@@ -33,43 +30,10 @@ pytestmark = [
 DEAD_BROKER = "redis://127.0.0.1:1/5"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def dead_broker_server(tmp_path):
-    port = free_port()
-    env = Celery(tmp_path).env(REDIS_URL=DEAD_BROKER)
-    log = (tmp_path / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    read_log = lambda: (tmp_path / "server.log").read_text(errors="replace")  # noqa: E731
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"runserver did not start:\n{read_log()}")
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}", read_log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with serving(tmp_path, DEAD_BROKER) as server:
+        yield server
 
 
 def call(base: str, method: str, path: str, token: str, body: dict | None = None):

@@ -16,12 +16,7 @@ import datetime as dt
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,8 +30,8 @@ from labs.models import Submission
 from labs.publishing import GRADE_SUBMISSION_TASK
 from tests.labs import require_sandbox
 
-from .conftest import REPO, Celery, wait_for
-from .test_dead_broker import call, free_port
+from .conftest import free_port, serving, wait_for
+from .test_dead_broker import call
 
 pytestmark = [
     pytest.mark.redis,
@@ -278,39 +273,6 @@ def _pings(client) -> bool:
         return bool(client.ping())
     except Exception:
         return False
-
-
-@contextmanager
-def serving(tmp_path: Path, redis_url: str) -> Iterator[tuple[str, object]]:
-    """``runserver`` configured as production is, on ``redis_url``, for one test."""
-    port = free_port()
-    log_path = tmp_path / "server.log"
-    proc = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-        cwd=REPO,
-        env=Celery(tmp_path).env(REDIS_URL=redis_url),
-        stdout=log_path.open("wb"),
-        stderr=subprocess.STDOUT,
-    )
-    read_log = lambda: log_path.read_text(errors="replace")  # noqa: E731
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"runserver did not start:\n{read_log()}")
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}", read_log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture
