@@ -49,8 +49,9 @@ def view(request, browser):
     """A page at one of the two widths, named after it for the screenshots."""
     width = request.param
     phone = width == "phone"
-    # A test about the controls' own guard marks itself "no_worker": the service worker,
-    # which other tests here are about, then cannot answer its probe in the server's place.
+    # A test about the controls' own guard marks itself "no_worker": its page runs without
+    # the service worker, which other tests here are about. (sw.js never answers /healthz
+    # or a POST itself; this keeps the worker's own fetches out of that test.)
     workers = "block" if request.node.get_closest_marker("no_worker") else "allow"
     context = browser.new_context(
         viewport=WIDTHS[width],
