@@ -153,8 +153,22 @@
     return match ? decodeURIComponent(match[1]) : "";
   }
 
+  // Requests this page has sent, in order, and the latest of them whose outcome has
+  // been taken into account.
+  var sentCount = 0;
+  var heardOrder = 0;
+
+  // The latest-started request decides reachability: an answer to an earlier one
+  // that arrives after a later one failed says nothing about the server now.
+  function heard(order, answered) {
+    if (order < heardOrder) return;
+    heardOrder = order;
+    setReachable(answered);
+  }
+
   // fetch with a deadline: a server that does not answer counts as a network failure.
   function request(url, options) {
+    var order = ++sentCount;
     var controller = window.AbortController ? new AbortController() : null;
     var timer = controller ? window.setTimeout(function () { controller.abort(); }, TIMEOUT_MS) : null;
     var settings = { credentials: "same-origin", cache: "no-store" };
@@ -162,11 +176,11 @@
     if (controller) settings.signal = controller.signal;
     return fetch(url, settings).then(function (response) {
       window.clearTimeout(timer);
-      setReachable(true);
+      heard(order, true);
       return response;
     }, function (error) {
       window.clearTimeout(timer);
-      setReachable(false);
+      heard(order, false);
       throw error;
     });
   }
@@ -402,7 +416,10 @@
     retryDelay = RETRY_FIRST_MS;
     if (mine().length) flush(); else probe();
   });
-  window.addEventListener("offline", function () { setReachable(false); });
+  window.addEventListener("offline", function () {
+    heardOrder = sentCount;
+    setReachable(false);
+  });
   document.addEventListener("visibilitychange", function () {
     if (document.visibilityState === "visible" && mine().length) flush();
   });

@@ -402,6 +402,39 @@ def _refuse(route) -> None:
     route.abort("connectionrefused")
 
 
+def test_an_answer_that_arrives_after_a_later_failure_leaves_the_controls_off(
+    live_server, page_without_worker, due_deck, learner
+):
+    """The latest request decides: the nav badge's count, asked for before the server
+    stopped answering and answered after, does not turn the controls back on."""
+    page = page_without_worker
+    base = live_server.url
+    log_in(page.context, live_server, learner)
+    page.goto(f"{base}/review/")
+    page.wait_for_load_state("networkidle")
+    held = []
+    page.route(re.compile(r"/api/v1/reviews/due/\?page_size=1$"), lambda route: held.append(route))
+    page.evaluate("window.studyOffline.refreshBadge(); undefined")
+    for _ in range(STATE_TIMEOUT_MS // 50):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the page never asked for its badge's count"
+
+    page.context.route(f"{base}/**", _refuse)
+    page.click("#suspend-button")
+    page.wait_for_selector("#controls-status:has-text('You are offline')")
+    page.evaluate("document.getElementById('nav-due').textContent = '?'")
+    held[0].continue_()  # the count's answer arrives now, after the failure
+    wait_until(page, "document.getElementById('nav-due').textContent.trim() !== '?'")
+
+    assert page.inner_text("#controls-status").startswith("You are offline")
+    for selector in ["#bury-button", "#suspend-button", "#report-send"]:
+        assert page.is_disabled(selector), selector
+    assert page.url == f"{base}/review/"
+    assert not ReviewState.objects.filter(learner=learner, suspended=True).exists()
+
+
 def test_a_report_from_the_card_notes_page_waits_for_the_server(
     live_server, view, due_deck, learner, check
 ):
