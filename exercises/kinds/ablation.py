@@ -562,25 +562,26 @@ def hand_slack(inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
     without the row's largest score subtracted) can land from the exact value.
 
     ``weights`` before they are written; ``p_with`` and ``p_without`` after, from weights
-    written to three decimals (the masked ones renormalised from the same e^s).
+    written to three decimals (the masked ones renormalised from the same e^s). Every
+    input's [CLS] row at once: each step works along a row.
     """
     w, b = np.asarray(inputs["w"], dtype=float), float(inputs["b"])
-    weights_slack, p_with, p_without = [], [], []
-    for z, sigma, blocked, V in _cls_rows(inputs):
-        rows = []
-        for mask in (None, blocked):
-            a = engine.softmax(z if mask is None else np.where(mask, -np.inf, z))[0]
-            error = softmax_hand_slack(z, mask, sigma)[0]
-            written = np.where(a > 0, error + HALF_UNIT, 0.0)  # a masked weight is 0 exactly
-            rows.append((error, _readout_slack(written, V, w, float(w @ (a @ V) + b))))
-        weights_slack.append(rows[0][0])
-        p_with.append(rows[0][1])
-        p_without.append(rows[1][1])
-    return {
-        "weights": np.array(weights_slack),
-        "p_with": np.array(p_with),
-        "p_without": np.array(p_without),
-    }
+    z, sigma, blocked, V = (np.stack(part) for part in zip(*_cls_rows(inputs), strict=True))
+    z, sigma, blocked = z[:, 0], sigma[:, 0], blocked[:, 0]  # # (m, n): one row per input
+    out = {}
+    for part, mask in (("p_with", None), ("p_without", blocked)):
+        a = engine.softmax(z if mask is None else np.where(mask, -np.inf, z))
+        error = softmax_hand_slack(z, mask, sigma)
+        written = np.where(a > 0, error + HALF_UNIT, 0.0)  # a masked weight is 0 exactly
+        out[part] = np.array(
+            [
+                _readout_slack(written[m], V[m], w, float(w @ (a[m] @ V[m]) + b))
+                for m in range(len(V))
+            ]
+        )
+        if mask is None:
+            out["weights"] = error
+    return out
 
 
 def lesson_test_words(change: Any) -> str:
