@@ -40,8 +40,8 @@ FULLY_COVERED = cards/ladder.py,exercises/engine.py,exercises/checking/*
 XDIST ?= -n 2 --dist worksteal
 
 # The counts tables are kept by triggers written for each backend: when the suite ran on
-# PostgreSQL, their recount tests run once more on SQLite (about 15 s; the test that migrates a fresh
-# SQLite file runs on SQLite in the main run already).
+# PostgreSQL, their recount tests run once more on SQLite (about 15 s; the test that
+# migrates a fresh SQLite file ran on SQLite in the main run already).
 COUNTS_TESTS = tests/cards/test_item_analysis_figures.py tests/cards/test_lapse_counts.py \
   tests/cards/test_state_counts.py tests/cards/test_count_checks.py
 

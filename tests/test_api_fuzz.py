@@ -4,8 +4,8 @@ Every default check runs (no 5xx, responses and statuses as documented, bad inpu
 rejected, auth enforced), seeded (the same examples on every run), with
 ``MAX_EXAMPLES`` per operation as a learner over every operation a learner may use, and
 as staff over the operations whose answer depends on the role (cards and decks: staff
-write cards and see inactive ones). The learner's run is split in two halves of the schema, so two
-pytest workers share it.
+write cards and see inactive ones). The learner's run is split in two halves of the
+schema, so two pytest workers share it.
 """
 
 import datetime as dt

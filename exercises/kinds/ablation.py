@@ -567,7 +567,7 @@ def hand_slack(inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """
     w, b = np.asarray(inputs["w"], dtype=float), float(inputs["b"])
     z, sigma, blocked, V = (np.stack(part) for part in zip(*_cls_rows(inputs), strict=True))
-    z, sigma, blocked = z[:, 0], sigma[:, 0], blocked[:, 0]  # # (m, n): one row per input
+    z, sigma, blocked = z[:, 0], sigma[:, 0], blocked[:, 0]  # (m, n): one row per input
     out = {}
     for part, mask in (("p_with", None), ("p_without", blocked)):
         a = engine.softmax(z if mask is None else np.where(mask, -np.inf, z))

@@ -153,8 +153,8 @@
     return match ? decodeURIComponent(match[1]) : "";
   }
 
-  // Requests this page has sent, in order, and the latest of them whose outcome has
-  // been taken into account.
+  // Requests this page has sent (and the browser's offline reports), in order, and the
+  // latest of them whose outcome has been taken into account.
   var sentCount = 0;
   var heardOrder = 0;
 
@@ -416,10 +416,8 @@
     retryDelay = RETRY_FIRST_MS;
     if (mine().length) flush(); else probe();
   });
-  window.addEventListener("offline", function () {
-    heardOrder = sentCount;
-    setReachable(false);
-  });
+  // The browser's own report is newer than every request sent before it.
+  window.addEventListener("offline", function () { heard(++sentCount, false); });
   document.addEventListener("visibilitychange", function () {
     if (document.visibilityState === "visible" && mine().length) flush();
   });

@@ -402,11 +402,13 @@ def _refuse(route) -> None:
     route.abort("connectionrefused")
 
 
+@pytest.mark.parametrize("failure", ["refused", "browser offline"])
 def test_an_answer_that_arrives_after_a_later_failure_leaves_the_controls_off(
-    live_server, page_without_worker, due_deck, learner
+    live_server, page_without_worker, due_deck, learner, failure
 ):
-    """The latest request decides: the nav badge's count, asked for before the server
-    stopped answering and answered after, does not turn the controls back on."""
+    """The latest word decides: the nav badge's count, asked for before the server
+    stopped answering (a refused Suspend, or the browser's own "offline") and answered
+    after, does not turn the controls back on."""
     page = page_without_worker
     base = live_server.url
     log_in(page.context, live_server, learner)
@@ -421,8 +423,11 @@ def test_an_answer_that_arrives_after_a_later_failure_leaves_the_controls_off(
         page.wait_for_timeout(50)
     assert held, "the page never asked for its badge's count"
 
-    page.context.route(f"{base}/**", _refuse)
-    page.click("#suspend-button")
+    if failure == "refused":
+        page.context.route(f"{base}/**", _refuse)
+        page.click("#suspend-button")
+    else:
+        page.evaluate("dispatchEvent(new Event('offline'))")
     page.wait_for_selector("#controls-status:has-text('You are offline')")
     page.evaluate("document.getElementById('nav-due').textContent = '?'")
     held[0].continue_()  # the count's answer arrives now, after the failure
