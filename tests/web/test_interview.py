@@ -121,7 +121,8 @@ def test_an_interview_answer_written_ticked_graded_and_exported(
 
     view.get_by_text("Show answer").click()
     view.wait_for_selector("#points-checklist", state="visible")
-    assert view.evaluate("document.activeElement.name") == "point"  # focus on the first point
+    # Focus moves to the first key point when the answer's toggle event is handled.
+    wait_until(view, "document.activeElement.name === 'point'")
     assert _suggested(view) == []  # nothing is suggested before a tick
     check(view, "points")
 
