@@ -75,16 +75,23 @@ def _session(sid: int) -> dict[int, str]:
     return found
 
 
-def _wait(condition, what: str, timeout: float) -> None:
+def _wait(condition, what: str, timeout: float, details=lambda: "") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        assert time.monotonic() < deadline, (
+            f"timed out after {timeout} s waiting for {what}: {details()}"
+        )
         time.sleep(0.1)
+
+
+# A failure guard: how long the test waits for every process to stop on the TERM. The
+# script's KILL after its grace is put off well past it (STOP_GRACE).
+STOPPED_WITHIN = 60
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
-def test_a_term_to_its_process_group_stops_every_process_within_ten_seconds(tmp_path):
+def test_a_term_to_its_process_group_stops_every_process_on_the_term_alone(tmp_path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -94,6 +101,9 @@ def test_a_term_to_its_process_group_stops_every_process_within_ten_seconds(tmp_
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
         STUDY_VAR_DIR=str(tmp_path / "var"),
         VENV=str(Path(sys.executable).parent.parent),
+        # The grace outlasts this test's patience: the processes the script TERMs stop on
+        # the TERM (a worker's warm shutdown) or not at all, never on the KILL after it.
+        STOP_GRACE=str(10 * STOPPED_WITHIN),
     )
     output = tmp_path / "run.log"
     with output.open("wb") as log:
@@ -117,13 +127,16 @@ def test_a_term_to_its_process_group_stops_every_process_within_ten_seconds(tmp_
         assert len(_session(run.pid)) >= 8  # the script, 2 workers with 2 children each, ...
 
         os.killpg(run.pid, signal.SIGTERM)
-        stopped = time.monotonic()
-        while _session(run.pid) and time.monotonic() - stopped < 30:
-            time.sleep(0.1)
-        took = time.monotonic() - stopped
-        left = _session(run.pid)
-        assert not left and took < 10, (took, left, output.read_text()[-3000:])
-        assert run.wait(timeout=5) is not None
+        _wait(
+            lambda: not _session(run.pid),
+            "every process to stop on the TERM",
+            timeout=STOPPED_WITHIN,
+            details=lambda: (_session(run.pid), output.read_text()[-3000:]),
+        )
+        # The script exits on the TERM it trapped, each worker having shut down warm.
+        assert run.wait(timeout=STOPPED_WITHIN) == 128 + signal.SIGTERM
+        text = output.read_text(errors="replace")
+        assert text.count("worker: Warm shutdown (MainProcess)") == 2, text[-3000:]
     finally:
         for pid in _session(run.pid):
             with contextlib.suppress(ProcessLookupError):

@@ -3,33 +3,87 @@
 The cache's connection pool opens its circuit after a failure: for ``circuit_cooldown``
 seconds every command fails at once, and the rate limits, which fail open, let requests
 through without waiting. Each opening is logged once.
+
+The hung Redis here counts what it is sent, so the tests see which commands reached it
+(each of which would wait a timeout) rather than time them; the breaker's cooldown runs
+on a clock the test moves.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
+import threading
 import time
 
 import pytest
 from django.conf import settings
+from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 from django.test import override_settings
 
 from studyapp.common.cache import CacheSkipped, CircuitBreaker
 
 TIMEOUT = 0.5
-COOLDOWN = 1.5  # longer than fifty skipped commands take on a loaded machine
+COOLDOWN = 5
+
+
+class HungRedis:
+    """A Redis address that accepts connections and never answers (a paused Redis).
+
+    A thread accepts each connection and holds it open; nobody reads, so what a client
+    sends stays in the kernel's buffers, where ``received`` peeks at it.
+    """
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self.url = f"redis://127.0.0.1:{self.server.getsockname()[1]}/0"
+        self.connections: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                accepted, _ = self.server.accept()
+            except OSError:  # closed
+                return
+            self.connections.append(accepted)
+
+    def received(self) -> int:
+        """The bytes sent to it so far, over all its connections: any command counts."""
+        total = 0
+        for accepted in list(self.connections):
+            with contextlib.suppress(BlockingIOError):  # open, and nothing sent
+                total += len(accepted.recv(1 << 20, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        return total
+
+    def close(self) -> None:
+        self.server.close()
+        for accepted in self.connections:
+            accepted.close()
 
 
 @pytest.fixture
 def hung_redis():
-    """A Redis address that accepts connections and never answers (a paused Redis)."""
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)  # the kernel completes the handshakes; nobody reads
-    yield f"redis://127.0.0.1:{server.getsockname()[1]}/0"
-    server.close()
+    hung = HungRedis()
+    yield hung
+    hung.close()
+
+
+class FakeClock:
+    """A clock that moves only when the test moves it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _breaker(cache: RedisCache) -> CircuitBreaker:
+    """The breaker of ``cache``'s connection pool."""
+    return cache._cache.get_client().connection_pool.breaker
 
 
 def _hung_cache_settings(location: str, cooldown: float) -> dict:
@@ -52,25 +106,31 @@ def _warnings(caplog) -> list[str]:
 
 @pytest.mark.redis
 def test_a_hung_redis_costs_one_timeout_per_cooldown(hung_redis, caplog):
-    params = _hung_cache_settings(hung_redis, cooldown=COOLDOWN)
+    params = _hung_cache_settings(hung_redis.url, cooldown=COOLDOWN)
     cache = RedisCache(params["LOCATION"], params)
+    clock = _breaker(cache).clock = FakeClock()
     began = time.monotonic()
-    with pytest.raises(Exception):  # noqa: B017 - redis-py's timeout, whichever it names
+    with pytest.raises(Exception) as raised:
         cache.get("k")
+    assert not isinstance(raised.value, CacheSkipped)  # redis-py's timeout
     assert time.monotonic() - began >= TIMEOUT * 0.9
-    began = time.monotonic()
+    asked = hung_redis.received()
+    assert asked > 0
+    # redis-py drops a connection that timed out, and the pool opens a new one for each
+    # command; the breaker stops each command before anything is sent on it.
     for _ in range(50):
         with pytest.raises(CacheSkipped):
             cache.set("k", 1)
-    assert time.monotonic() - began < TIMEOUT  # fifty commands, and not one waited a timeout
+    assert hung_redis.received() == asked  # fifty commands, and not one waited a timeout
     assert len(_warnings(caplog)) == 1
     # After the cooldown Redis is asked again, and its failure opens the circuit again.
-    time.sleep(COOLDOWN)
+    clock.now += COOLDOWN
     began = time.monotonic()
     with pytest.raises(Exception) as raised:
         cache.get("k")
     assert not isinstance(raised.value, CacheSkipped)
     assert time.monotonic() - began >= TIMEOUT * 0.9
+    assert hung_redis.received() > asked
     assert len(_warnings(caplog)) == 2
 
 
@@ -78,13 +138,16 @@ def test_a_hung_redis_costs_one_timeout_per_cooldown(hung_redis, caplog):
 @pytest.mark.django_db
 def test_requests_with_limits_on_do_not_wait_for_a_hung_redis(api, hung_redis, settings):
     settings.STUDY_THROTTLE_RATES = {**settings.STUDY_THROTTLE_RATES, "user": "1000/minute"}
-    with override_settings(CACHES={"default": _hung_cache_settings(hung_redis, cooldown=30)}):
+    hung = _hung_cache_settings(hung_redis.url, cooldown=COOLDOWN)
+    with override_settings(CACHES={"default": hung}):
+        _breaker(caches["default"]).clock = FakeClock()  # the cooldown never ends
         assert api.get("/api/v1/decks/").status_code == 200  # pays the timeout once
-        began = time.monotonic()
+        asked = hung_redis.received()
+        assert asked > 0
         statuses = [api.get("/api/v1/decks/").status_code for _ in range(10)]
-        took = time.monotonic() - began
+        # Not one of the ten requests sent Redis a command, so none waited a timeout.
+        assert hung_redis.received() == asked
     assert statuses == [200] * 10  # the limits fail open
-    assert took < 10 * TIMEOUT / 2  # ten requests took less than half a timeout each
 
 
 def test_the_breaker_opens_for_its_cooldown_and_closes_on_success(caplog):

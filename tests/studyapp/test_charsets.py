@@ -6,7 +6,6 @@ from __future__ import annotations
 import codecs
 import encodings.punycode
 import json
-import time
 from urllib.parse import urlencode
 from wsgiref.util import setup_testing_defaults
 
@@ -265,12 +264,9 @@ def test_a_large_punycode_body_is_refused_without_being_decoded(anon_api, monkey
     calls.clear()
     n = 1 << 19  # the report's body: 12 s at 512 KiB, a worker killed at 1 MiB
     body = b"a" * n + b"-" + b"a" * n
-    started = time.perf_counter()
     response = anon_api.post(TOKEN, body, content_type="application/json; charset=punycode")
-    elapsed = time.perf_counter() - started
     assert response.status_code == 415
-    assert calls == []
-    assert elapsed < 5.0  # decoding it would take over a minute
+    assert calls == []  # nothing decoded: decoding it would take over a minute
 
 
 @pytest.mark.django_db
