@@ -160,6 +160,33 @@ def phone(browser):
     context.close()
 
 
+# The widths most page tests run at, for ``open_view``.
+WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
+
+
+def open_view(browser, width: str, viewport: dict, **options):
+    """A page at one named width (``page.width_name``, for screenshots), closed after the
+    test: a phone width gets a phone's pixel ratio and touch.
+
+    Pass ``service_workers="block"`` where a test is about layout or accessibility, not
+    about working offline: the page then runs without the worker, which would otherwise
+    install and cache the app shell in every new context.
+    """
+    phone = width == "phone"
+    context = browser.new_context(
+        viewport=viewport,
+        device_scale_factor=2 if phone else 1,
+        is_mobile=phone,
+        has_touch=phone,
+        **options,
+    )
+    context.set_default_timeout(STATE_TIMEOUT_MS)
+    page = context.new_page()
+    page.width_name = width
+    yield page
+    context.close()
+
+
 # Screenshots of the states the tests walk through, for a person to look at: taken with
 # STUDY_SCREENSHOTS=1 (a fifth of a layout test's time goes into them, and no test reads
 # them back).

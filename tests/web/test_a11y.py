@@ -18,29 +18,15 @@ from exercises.cells import cell_name
 from exercises.kinds import KINDS
 from exercises.models import Exercise
 
-from .conftest import STATE_TIMEOUT_MS, axe_check, log_in, wait_until
+from .conftest import WIDTHS, axe_check, log_in, open_view, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
 @pytest.fixture(params=list(WIDTHS))
 def view(request, browser):
-    """A page at one of the two widths, named after it for the screenshots."""
-    width = request.param
-    phone = width == "phone"
-    context = browser.new_context(
-        viewport=WIDTHS[width],
-        device_scale_factor=2 if phone else 1,
-        is_mobile=phone,
-        has_touch=phone,
-    )
-    context.set_default_timeout(STATE_TIMEOUT_MS)
-    page = context.new_page()
-    page.width_name = width
-    yield page
-    context.close()
+    """A page at one of the two widths; the pages' offline side is tested elsewhere."""
+    yield from open_view(browser, request.param, WIDTHS[request.param], service_workers="block")
 
 
 @pytest.fixture

@@ -14,11 +14,18 @@ from django.utils import timezone
 from cards.models import Card, Deck, ReviewLog
 from cards.services import enroll
 
-from .conftest import STATE_TIMEOUT_MS, axe_check, go_offline, go_online, log_in, wait_until
+from .conftest import (
+    WIDTHS,
+    axe_check,
+    go_offline,
+    go_online,
+    log_in,
+    open_view,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 POINTS = [
     "Dot products of d_k terms have variance d_k",
     "Large scores saturate the softmax",
@@ -65,20 +72,7 @@ def due_now(learner, interview_deck):
 
 @pytest.fixture(params=list(WIDTHS))
 def view(request, browser):
-    width = request.param
-    phone = width == "phone"
-    context = browser.new_context(
-        viewport=WIDTHS[width],
-        device_scale_factor=2 if phone else 1,
-        is_mobile=phone,
-        has_touch=phone,
-        accept_downloads=True,
-    )
-    context.set_default_timeout(STATE_TIMEOUT_MS)
-    page = context.new_page()
-    page.width_name = width
-    yield page
-    context.close()
+    yield from open_view(browser, request.param, WIDTHS[request.param], accept_downloads=True)
 
 
 @pytest.fixture

@@ -18,7 +18,16 @@ from cards import services as card_services
 from cards.models import Card, ReviewLog, ReviewState
 from studyapp.cache_control import learner_key
 
-from .conftest import STATE_TIMEOUT_MS, axe_check, go_offline, go_online, log_in, settle, wait_until
+from .conftest import (
+    STATE_TIMEOUT_MS,
+    axe_check,
+    go_offline,
+    go_online,
+    log_in,
+    open_view,
+    settle,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -47,24 +56,11 @@ def due_deck(deck, learner):
 @pytest.fixture(params=list(WIDTHS))
 def view(request, browser):
     """A page at one of the two widths, named after it for the screenshots."""
-    width = request.param
-    phone = width == "phone"
     # A test about the controls' own guard marks itself "no_worker": its page runs without
     # the service worker, which other tests here are about. (sw.js never answers /healthz
     # or a POST itself; this keeps the worker's own fetches out of that test.)
     workers = "block" if request.node.get_closest_marker("no_worker") else "allow"
-    context = browser.new_context(
-        viewport=WIDTHS[width],
-        device_scale_factor=2 if phone else 1,
-        is_mobile=phone,
-        has_touch=phone,
-        service_workers=workers,
-    )
-    context.set_default_timeout(STATE_TIMEOUT_MS)
-    page = context.new_page()
-    page.width_name = width
-    yield page
-    context.close()
+    yield from open_view(browser, request.param, WIDTHS[request.param], service_workers=workers)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from exercises.checking.mistakes import MISTAKES
 from exercises.kinds import KINDS, get_kind
 from exercises.models import Exercise
 
-from .conftest import STATE_TIMEOUT_MS, assert_axe_clean, log_in, wait_until
+from .conftest import assert_axe_clean, log_in, open_view, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -120,25 +120,14 @@ def contrast(a: str, b: str) -> float:
     return (hi + 0.05) / (lo + 0.05)
 
 
-def open_view(browser, width: str):
-    """A page at one of the two widths, named after it; closed after the test."""
-    phone = width == "phone"
-    context = browser.new_context(
-        viewport=WIDTHS[width],
-        device_scale_factor=2 if phone else 1,
-        is_mobile=phone,
-        has_touch=phone,
-    )
-    context.set_default_timeout(STATE_TIMEOUT_MS)
-    page = context.new_page()
-    page.width_name = width
-    yield page
-    context.close()
+def layout_view(browser, width: str):
+    """A page at one of the two widths; the pages' offline side is tested elsewhere."""
+    yield from open_view(browser, width, WIDTHS[width], service_workers="block")
 
 
 @pytest.fixture(params=list(WIDTHS))
 def view(request, browser):
-    yield from open_view(browser, request.param)
+    yield from layout_view(browser, request.param)
 
 
 def tab_through(page, state: str) -> list[str]:

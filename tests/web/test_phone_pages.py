@@ -22,14 +22,14 @@ from cards.templatetags.study import excerpt
 from studyapp import urls as site_urls
 
 from .conftest import log_in
-from .test_phone_layout import WIDTHS, assert_ring, contrast, make_walk, open_view
+from .test_phone_layout import WIDTHS, assert_ring, contrast, layout_view, make_walk
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(params=list(WIDTHS))
 def view(request, browser):
-    yield from open_view(browser, request.param)
+    yield from layout_view(browser, request.param)
 
 
 @pytest.fixture

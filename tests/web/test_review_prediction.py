@@ -16,9 +16,8 @@ from cards.services import enroll
 from exercises.cells import cell_words
 from exercises.models import Exercise, Prediction
 
-from .conftest import STATE_TIMEOUT_MS, axe_check, log_in
+from .conftest import WIDTHS, axe_check, log_in, open_view
 
-WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 QUESTION = "what does the first token (token 1) attend to?"
 
 
@@ -113,16 +112,7 @@ def test_the_exercise_page_asks_the_question_once_too(client, learner, due_now):
 
 @pytest.fixture(params=list(WIDTHS))
 def view(request, browser):
-    width = request.param
-    phone = width == "phone"
-    context = browser.new_context(
-        viewport=WIDTHS[width], device_scale_factor=2 if phone else 1, is_mobile=phone
-    )
-    context.set_default_timeout(STATE_TIMEOUT_MS)
-    page = context.new_page()
-    page.width_name = width
-    yield page
-    context.close()
+    yield from open_view(browser, request.param, WIDTHS[request.param])
 
 
 @pytest.fixture
