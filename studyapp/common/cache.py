@@ -86,13 +86,27 @@ _FAILURES = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
 class _BreakerConnection:
-    """Mixed into a redis-py connection class: every command passes the breaker."""
+    """Mixed into a redis-py connection class: every connect and every command passes the
+    breaker."""
 
     _breaker: CircuitBreaker
 
     def __init__(self, *args: Any, breaker: CircuitBreaker, **kwargs: Any):
         self._breaker = breaker
         super().__init__(*args, **kwargs)
+
+    def connect_check_health(self, *args: Any, **kwargs: Any) -> None:
+        """The pool connects before it sends: an open circuit stops the connect too, which
+        against an address that drops connection requests would wait its own timeout."""
+        if getattr(self, "_sock", None) is None:
+            self._breaker.before()
+        try:
+            super().connect_check_health(*args, **kwargs)  # type: ignore[misc]
+        except CacheSkipped:
+            raise
+        except _FAILURES as error:
+            self._breaker.failed(error)
+            raise
 
     def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         self._breaker.before()

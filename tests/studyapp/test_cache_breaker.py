@@ -38,17 +38,37 @@ class HungRedis:
 
     def __init__(self) -> None:
         self.server = socket.create_server(("127.0.0.1", 0), backlog=64)
-        self.url = f"redis://127.0.0.1:{self.server.getsockname()[1]}/0"
+        self.address = self.server.getsockname()
+        self.url = f"redis://127.0.0.1:{self.address[1]}/0"
         self.connections: list[socket.socket] = []
+        self.peers: list[tuple] = []  # each accepted connection's client address
+        self.markers: set[tuple] = set()
+        self._accepted = threading.Condition()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
         while True:
             try:
-                accepted, _ = self.server.accept()
+                accepted, peer = self.server.accept()
             except OSError:  # closed
                 return
-            self.connections.append(accepted)
+            with self._accepted:
+                self.connections.append(accepted)
+                self.peers.append(peer)
+                self._accepted.notify_all()
+
+    def clients(self) -> int:
+        """The connections clients have opened so far, those not yet accepted included.
+
+        A marker connection of its own joins the kernel's queue behind every earlier one;
+        once the thread has accepted the marker, it has accepted them all.
+        """
+        with socket.create_connection(self.address) as marker:
+            mark = marker.getsockname()
+            self.markers.add(mark)
+            with self._accepted:
+                assert self._accepted.wait_for(lambda: mark in self.peers, timeout=60)
+                return sum(1 for peer in self.peers if peer not in self.markers)
 
     def received(self) -> int:
         """The bytes sent to it so far, over all its connections: any command counts."""
@@ -132,6 +152,32 @@ def test_a_hung_redis_costs_one_timeout_per_cooldown(hung_redis, caplog):
     assert time.monotonic() - began >= TIMEOUT * 0.9
     assert hung_redis.received() > asked
     assert len(_warnings(caplog)) == 2
+
+
+@pytest.mark.redis
+def test_a_skipped_command_does_not_even_connect(hung_redis):
+    """Behind an address that drops connection requests, a connect would wait its own
+    timeout; so while the circuit is open the pool opens no connection at all."""
+    params = _hung_cache_settings(hung_redis.url, cooldown=COOLDOWN)
+    cache = RedisCache(params["LOCATION"], params)
+    clock = _breaker(cache).clock = FakeClock()
+    with pytest.raises(Exception) as raised:
+        cache.get("k")
+    assert not isinstance(raised.value, CacheSkipped)
+    opened = hung_redis.clients()
+    assert opened >= 1
+    for _ in range(20):
+        with pytest.raises(CacheSkipped):
+            cache.set("k", 1)
+        with pytest.raises(CacheSkipped):
+            cache.get("k")
+    assert hung_redis.clients() == opened
+    # After the cooldown the pool connects again.
+    clock.now += COOLDOWN
+    with pytest.raises(Exception) as raised:
+        cache.get("k")
+    assert not isinstance(raised.value, CacheSkipped)
+    assert hung_redis.clients() > opened
 
 
 @pytest.mark.redis
