@@ -431,8 +431,25 @@ class AnswerValueField(serializers.Field):
         return value
 
 
+# An exercise asks for at most eight parts; a body of more than this many is refused before
+# any part is read.
+MAX_ANSWER_PARTS = 100
+
+
+@extend_schema_field(
+    {"type": "object", "additionalProperties": ANY_JSON, "maxProperties": MAX_ANSWER_PARTS}
+)
+class AnswersField(serializers.DictField):
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping) and len(data) > MAX_ANSWER_PARTS:
+            raise serializers.ValidationError(
+                f"Expected at most {MAX_ANSWER_PARTS} parts, got {len(data)}."
+            )
+        return super().to_internal_value(data)
+
+
 class SubmitSerializer(serializers.Serializer):
-    answers = serializers.DictField(
+    answers = AnswersField(
         # Everything passes here so that it is reported per part, after the exercise is found.
         child=AnswerValueField(),
         allow_empty=True,

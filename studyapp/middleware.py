@@ -79,7 +79,8 @@ def _error(request, status: int, detail: str, *, retry_after: int | None = None)
 
 def _trim(value, *, keys: int = 20, items: int = 10, chars: int = 500):
     if isinstance(value, dict):
-        return {k: _trim(v) for k, v in list(value.items())[:keys]}
+        # A key can be the client's own text (a part name it sent): it is cut as a value is.
+        return {_trim(k): _trim(v) for k, v in list(value.items())[:keys]}
     if isinstance(value, list):
         return [_trim(v) for v in value[:items]]
     if isinstance(value, str) and len(value) > chars:
@@ -87,8 +88,12 @@ def _trim(value, *, keys: int = 20, items: int = 10, chars: int = 500):
     return value
 
 
-def bounded_error(content: bytes) -> bytes | None:
-    """A shorter version of an oversized JSON error body, or None when it is not JSON."""
+def bounded_error(content: bytes, limit: int | None = None) -> bytes | None:
+    """A shorter version of an oversized JSON error body, or None when it is not JSON.
+
+    The first fields, items and characters are kept; where even those exceed ``limit``
+    bytes (errors nested deep), only the note is left.
+    """
     try:
         data = json.loads(content)
     except ValueError:
@@ -104,8 +109,14 @@ def bounded_error(content: bytes) -> bytes | None:
             shown["detail"] = f"{shown['detail']} ({note})"
         else:
             shown["detail"] = note
-        return json.dumps(shown).encode()
-    return json.dumps(_trim(data)).encode()
+        shorter = json.dumps(shown).encode()
+    else:
+        shorter = json.dumps(_trim(data)).encode()
+    if limit is not None and len(shorter) > limit:
+        return json.dumps(
+            {"detail": "The errors were too long to show; send fewer or shorter fields."}
+        ).encode()
+    return shorter
 
 
 def _release_memory() -> None:
@@ -218,7 +229,7 @@ class RequestGuardMiddleware:
             and response.get("Content-Type", "").startswith("application/json")
             and len(response.content) > settings.STUDY_MAX_ERROR_BYTES
         ):
-            shorter = bounded_error(response.content)
+            shorter = bounded_error(response.content, settings.STUDY_MAX_ERROR_BYTES)
             if shorter is not None:
                 response.content = shorter
         return response

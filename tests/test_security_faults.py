@@ -300,7 +300,8 @@ def test_the_largest_contract_request_fits_and_a_larger_body_is_413(api, setting
 @pytest.mark.django_db
 def test_error_answers_are_bounded(api, settings):
     created = api.post("/api/v1/exercises/", {"kind": "attention"}, format="json").json()
-    answers = {f"part{i}": 1 for i in range(200_000)}
+    # A hundred unknown part names of 40,000 characters each: every error repeats its name.
+    answers = {f"{i:03d}" + "x" * 40_000: 1 for i in range(100)}
     response = api.post(
         f"/api/v1/exercises/{created['id']}/submit/", {"answers": answers}, format="json"
     )
@@ -308,6 +309,29 @@ def test_error_answers_are_bounded(api, settings):
     assert len(response.content) <= settings.STUDY_MAX_ERROR_BYTES
     body = response.json()
     assert isinstance(body["detail"], str) and "cut" in body["detail"]
+    first = next(iter(body["answers"]))  # the first part is named, its name cut short
+    assert first.startswith("000xxx") and len(first) <= 501
+
+
+@pytest.mark.django_db
+def test_a_submission_of_more_parts_than_any_exercise_asks_is_refused_unread(api):
+    created = api.post("/api/v1/exercises/", {"kind": "attention"}, format="json").json()
+    answers = {f"part{i}": 1 for i in range(200_000)}
+    response = api.post(
+        f"/api/v1/exercises/{created['id']}/submit/", {"answers": answers}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json() == {"answers": ["Expected at most 100 parts, got 200000."]}
+    after = api.get(f"/api/v1/exercises/{created['id']}/").json()
+    assert after["attempts"] == created["attempts"] and after["attempts"]["used"] == 0
+
+
+def test_an_error_whose_first_fields_are_still_too_long_leaves_only_the_note():
+    deep = {"a": [[["x" * 400] * 10] * 10] * 10}
+    content = json.dumps(deep).encode()
+    assert len(middleware.bounded_error(content)) > 64 * 1024
+    shorter = json.loads(middleware.bounded_error(content, limit=64 * 1024))
+    assert list(shorter) == ["detail"] and "too long" in shorter["detail"]
 
 
 def test_bounded_error_keeps_the_first_fields_and_says_how_many_are_hidden():
