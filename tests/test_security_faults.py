@@ -22,6 +22,7 @@ from django.utils import timezone
 from cards.models import Card, Deck, IdempotencyKey, ReviewLog, ReviewState
 from cards.services import reviews as review_services
 from studyapp import health, middleware
+from tests.pausing import paused
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,26 +92,16 @@ def test_a_paused_redis_does_not_hold_a_card_write(
     celery_app.amqp._producer_pool = None
     Deck.objects.create(slug="attention", title="Attention")
     body = {"deck": "attention", "kind": "recall", "prompt": "P", "answer": "A"}
-    resumed = threading.Event()
-
-    def resume() -> None:
-        resumed.set()
-        process.send_signal(signal.SIGCONT)
-
-    # Without its timeouts the write would wait for Redis: a failure guard, 60 s on.
-    guard = threading.Timer(60, resume)
     try:
         # Connections are open and warm when Redis stops answering.
         with django_capture_on_commit_callbacks(execute=True):
             assert staff_api.post("/api/v1/cards/", body, format="json").status_code == 201
-        process.send_signal(signal.SIGSTOP)
-        guard.start()
-        with django_capture_on_commit_callbacks(execute=True):
-            response = staff_api.post("/api/v1/cards/", {**body, "prompt": "Q"}, format="json")
-        answered_paused = not resumed.is_set()
+        # Without its timeouts the write would wait for Redis: a failure guard, 60 s on.
+        with paused(process, guard=60) as pause:
+            with django_capture_on_commit_callbacks(execute=True):
+                response = staff_api.post("/api/v1/cards/", {**body, "prompt": "Q"}, format="json")
+            answered_paused = pause.held()
     finally:
-        guard.cancel()
-        process.send_signal(signal.SIGCONT)
         celery_app.conf.broker_url, celery_app.conf.broker_transport_options = saved
         celery_app._pool = None
         celery_app.amqp._producer_pool = None

@@ -17,7 +17,6 @@ import os
 import shutil
 import signal
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
@@ -30,6 +29,7 @@ from labs.catalogue import LABS
 from labs.models import Submission
 from labs.publishing import GRADE_SUBMISSION_TASK
 from tests.labs import require_sandbox
+from tests.pausing import paused
 
 from .conftest import free_port, serving, wait_for
 from .test_dead_broker import call, call_counting, log_broker_attempts
@@ -302,25 +302,14 @@ def test_a_broker_that_fails_at_submit_time_gives_202_queued_never_500(
     # its broker connection are warm, so the send below goes over a connection kept open.
     status, _ = call(base, "POST", path, first, body)
     assert status == 202
-    resumed = threading.Event()
-
-    def resume() -> None:
-        resumed.set()
-        broker.send_signal(signal.SIGCONT)
-
-    guard = threading.Timer(PAUSE_GUARD, resume)
     if failure == "stopped":
         broker.terminate()
         broker.wait(timeout=10)
-    else:
-        broker.send_signal(signal.SIGSTOP)
-        guard.start()
-    try:
         status, answer, attempts = call_counting(base, server_log, "POST", path, token, body)
-        resumed_first = resumed.is_set()
-    finally:
-        guard.cancel()
-    assert not resumed_first, "the send waited for the paused broker to come back"
+    else:
+        with paused(broker, guard=PAUSE_GUARD) as pause:
+            status, answer, attempts = call_counting(base, server_log, "POST", path, token, body)
+            assert pause.held(), "the send waited for the paused broker to come back"
     assert status in (202, 503), (status, answer)
     # One send, over the connection the first submission opened, and no publish retry: a
     # retry connects to the broker again first, which the server would have logged.
