@@ -29,6 +29,8 @@ from django.db import connections
 from django.db.models import Exists, F, OuterRef, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
+from studyapp.common.subquery import subquery_sql
+
 from .models import Submission
 
 logger = logging.getLogger(__name__)
@@ -79,7 +81,7 @@ def prune_submissions(*, keep: int = KEEP_PER_LAB) -> int:
     doomed = prunable(keep=keep).values("pk")
     using = doomed.db
     connection = connections[using]
-    select, params = doomed.query.sql_with_params()
+    select, params = subquery_sql(doomed)
     quote = connection.ops.quote_name
     table = quote(Submission._meta.db_table)
     pk = quote(Submission._meta.pk.column)

@@ -10,8 +10,8 @@ due queue and of authentication compare the two).
 
 The fence: this is the one module of the project that reaches into Django's private
 API (``Query.get_compiler``, ``SQLCompiler.as_sql``/``results_iter``/``select``/
-``klass_info``/``annotation_col_map``, ``Query.selected``, ``get_related_populators``,
-and ``Query.sql_with_params`` for :func:`subquery_sql`).
+``klass_info``/``annotation_col_map``, ``Query.selected`` and ``get_related_populators``;
+``Query.sql_with_params`` is used by ``studyapp.common.subquery`` alone).
 ``tests/cards/test_compiled_fence.py`` checks each of them, so a Django upgrade that
 changes one fails there, loudly, rather than in the due queue. And if compiling still
 fails at run time, a query given its ``plain`` queryset logs the failure once and
@@ -184,13 +184,3 @@ def _hashable(value) -> bool:
     except TypeError:
         return False
     return True
-
-
-def subquery_sql(queryset: QuerySet[Any]) -> tuple[str, tuple[Any, ...]]:
-    """``queryset`` as SQL and its parameters, to embed in a raw statement (``IN (...)``).
-
-    The one use of ``Query.sql_with_params`` (private API) in the project; the fence
-    test checks that it still returns SQL whose placeholders match its parameters.
-    """
-    sql, params = queryset.query.sql_with_params()
-    return sql, tuple(params)

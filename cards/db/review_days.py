@@ -10,8 +10,9 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
+from studyapp.common.subquery import subquery_sql
+
 from ..models import ReviewDay
-from .compiled import subquery_sql
 from .counts import REVIEW_DAY_COLUMNS, REVIEW_DAY_ON_CONFLICT_ADD, review_days_from_log
 
 TABLE = ReviewDay._meta.db_table

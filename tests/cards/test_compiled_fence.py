@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 import logging
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -23,6 +24,7 @@ from django.db.models.sql.query import Query
 from rest_framework.authtoken.models import Token
 
 from cards.db.compiled import CompiledQuery, _adapt
+from studyapp.common.subquery import subquery_sql
 
 pytestmark = pytest.mark.django_db
 
@@ -151,8 +153,6 @@ def _raise(error: Exception):
 
 
 def test_a_queryset_becomes_a_subquery_whose_placeholders_match_its_params():
-    from cards.db.compiled import subquery_sql
-
     assert _parameters(Query.sql_with_params) == ["self"]
     users = get_user_model().objects.filter(pk__gt=STAND_IN_PK, username="x").values("pk")
     sql, params = subquery_sql(users)
@@ -161,3 +161,15 @@ def test_a_queryset_becomes_a_subquery_whose_placeholders_match_its_params():
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM ({sql}) picked", params)
         assert cursor.fetchone() == (0,)
+
+
+def test_no_module_outside_the_fence_calls_the_private_query_api():
+    root = Path(__file__).resolve().parents[2]
+    private = ("get_compiler", "sql_with_params", "get_related_populators", "results_iter")
+    callers = sorted(
+        str(path.relative_to(root))
+        for package in ("cards", "exercises", "labs", "studyapp")
+        for path in (root / package).rglob("*.py")
+        if any(name in path.read_text(encoding="utf-8") for name in private)
+    )
+    assert callers == ["cards/db/compiled.py", "studyapp/common/subquery.py"]
