@@ -13,6 +13,11 @@ class Deck(models.Model):
     slug = models.SlugField(max_length=80, unique=True)
     title = models.CharField(max_length=200)
     description = models.TextField(blank=True)
+    # The deck's lesson: its title (the deck's own when blank) and its sections
+    # (``LessonSection``), read before enrolling and pointed to by cards.
+    lesson_title = models.CharField(
+        max_length=200, blank=True, default="", db_default="", help_text="Blank: the deck's title."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -21,6 +26,30 @@ class Deck(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class LessonSection(models.Model):
+    """One section of a deck's lesson, in the order of ``position``; cards name it by ``key``."""
+
+    deck = models.ForeignKey(Deck, on_delete=models.CASCADE, related_name="lesson_sections")
+    key = models.SlugField(
+        max_length=80, help_text="Stable identifier within the deck; cards point to it."
+    )
+    title = models.CharField(max_length=200)
+    body = models.TextField(
+        help_text="Markdown; $...$ for inline math, $$...$$ for display math; "
+        "{{figure:name}} on a line of its own draws a figure."
+    )
+    position = models.PositiveIntegerField(default=0, help_text="Order within the lesson.")
+
+    class Meta:
+        ordering = ["deck", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["deck", "key"], name="lessonsection_key_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.deck.slug}: {self.title}"
 
 
 class Tag(models.Model):
@@ -75,6 +104,14 @@ class Card(models.Model):
         help_text="Interview cards: the model answer's key points, one short text each.",
     )
     position = models.PositiveIntegerField(default=0, help_text="Order within the deck.")
+    # The key of the lesson section (of this card's deck) that teaches it; null for none.
+    lesson_section = models.SlugField(  # noqa: DJ001
+        max_length=80,
+        null=True,
+        blank=True,
+        db_index=False,
+        help_text="Key of the section of the deck's lesson that teaches this card.",
+    )
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -143,6 +180,10 @@ class ReviewState(models.Model):
     # Database defaults too: the beat jobs insert states with raw SQL.
     suspended = models.BooleanField(default=False, db_default=False)
     buried_on = models.DateField(null=True, blank=True)
+    # The learner's study day on which the pace placed this card (enrolment, the
+    # placement job, "learn more"); null for states placed before the pace existed.
+    # The day's placements count against ``LearnerProfile.new_cards_per_day``.
+    placed_on = models.DateField(null=True, blank=True)
     # On the learner's ladder: the card is active and its deck enrolled. Kept by the
     # services that change either (enrolment, card activation, deck import, admin);
     # states are only ever created for scheduled cards, hence the default.
@@ -166,6 +207,12 @@ class ReviewState(models.Model):
                 name="reviewstate_queue",
                 condition=Q(scheduled=True, suspended=False),
                 include=["buried_on"],
+            ),
+            # The pace: how many cards were placed on one study day.
+            models.Index(
+                fields=["learner", "placed_on"],
+                name="reviewstate_placed",
+                condition=Q(placed_on__isnull=False),
             ),
             # stats/ takes today's buried states out of the counts: the few of one day.
             models.Index(
@@ -412,6 +459,11 @@ class IdempotencyKey(models.Model):
         return f"{self.learner_id}:{self.key} ({self.status})"
 
 
+# The pace's upper bound (``LearnerProfile.new_cards_per_day``), one definition for the
+# model, its constraint, the API and the profile form.
+MAX_NEW_CARDS_PER_DAY = 1000
+
+
 class LearnerProfile(models.Model):
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile"
@@ -433,9 +485,29 @@ class LearnerProfile(models.Model):
     # A pause (vacation): study days pause_start .. pause_start + pause_days - 1.
     pause_start = models.DateField(null=True, blank=True)
     pause_days = models.PositiveSmallIntegerField(default=0, db_default=0)
+    # The pace: at most this many new cards are placed on one study day (0: none).
+    new_cards_per_day = models.PositiveSmallIntegerField(
+        default=20,
+        db_default=20,
+        validators=[MinValueValidator(0), MaxValueValidator(MAX_NEW_CARDS_PER_DAY)],
+        help_text="New cards placed per study day on which the learner reviews.",
+    )
+
+    class Theme(models.TextChoices):
+        AUTO = "auto", "As the device"
+        LIGHT = "light", "Light"
+        DARK = "dark", "Dark"
+
+    theme = models.CharField(
+        max_length=5, choices=Theme.choices, default=Theme.AUTO, db_default=Theme.AUTO
+    )
 
     class Meta:
         constraints = [
+            models.CheckConstraint(
+                condition=Q(new_cards_per_day__lte=MAX_NEW_CARDS_PER_DAY),
+                name="profile_new_cards_range",
+            ),
             models.CheckConstraint(
                 condition=Q(day_starts_at__lte=23), name="profile_day_start_range"
             ),
@@ -702,3 +774,25 @@ class ExerciseKindFigures(KeptByDatabase):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.section} {self.item} {self.cell}: {self.n}"
+
+
+class MemoryParameters(models.Model):
+    """A learner's FSRS parameters, fitted from their review log by the weekly beat job.
+
+    Absent, or ``fitted`` false, until the learner has enough reviews to fit
+    (``cards.memory``); requests read these rows and never fit.
+    """
+
+    learner = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_parameters"
+    )
+    parameters = models.JSONField(default=list)
+    fitted = models.BooleanField(default=False)
+    reviews_used = models.PositiveIntegerField(default=0)
+    fitted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "memory parameters"
+
+    def __str__(self) -> str:
+        return f"FSRS parameters of {self.learner} ({self.reviews_used} reviews)"
