@@ -60,13 +60,26 @@ SELECT s.step, s.due_on, s.card_id, d.slug, c.key, c.kind, c.prompt, c.answer, c
        (SELECT b.exercise_id FROM cards_exercisebinding b
         JOIN exercises_exercise e ON e.id = b.exercise_id
         WHERE b.card_id = s.card_id AND b.learner_id = %(learner)s
-          AND b.study_day = %(today)s AND NOT (e.attempts_used > 0 AND b.review_id IS NULL))
+          AND b.study_day = %(today)s AND NOT (e.attempts_used > 0 AND b.review_id IS NULL)),
+       c.lesson_section
 FROM cards_reviewstate s
 JOIN cards_card c ON c.id = s.card_id JOIN cards_deck d ON d.id = c.deck_id
 WHERE s.learner_id = %(learner)s AND s.scheduled AND NOT s.suspended
   AND s.due_on <= %(today)s AND s.buried_on IS DISTINCT FROM %(today)s
 ORDER BY s.due_on, s.id
 LIMIT %(limit)s
+"""
+
+# The page's kept log and the learner's fitted FSRS parameters, in one statement, as the
+# API reads them for each item's retrievability.
+RECALL_SQL = """
+SELECT l.card_id, l.study_day, l.result, l.reviewed_at, l.id, NULL::jsonb
+FROM cards_reviewlog l
+WHERE l.learner_id = %(learner)s AND l.card_id = ANY(%(cards)s) AND l.undo_of_id IS NULL
+  AND NOT EXISTS (SELECT FROM cards_reviewlog u WHERE u.undo_of_id = l.id)
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, m.parameters FROM cards_memoryparameters m
+WHERE m.learner_id = %(learner)s AND m.fitted
 """
 
 STATE_SQL = """
@@ -146,6 +159,7 @@ def due_page(environ: dict, start_response) -> list[bytes]:
     args = {"learner": learner_id, "today": today, "limit": PAGE_SIZE}
     count = 0 if paused else conn.execute(COUNT_SQL, args).fetchone()[0]
     rows = [] if paused or not count else conn.execute(PAGE_SQL, args).fetchall()
+    recall = _retrievability(conn, learner_id, [r[2] for r in rows], today)
     results = [
         {
             "card": {
@@ -165,17 +179,31 @@ def due_page(environ: dict, start_response) -> list[bytes]:
                 "active": r[12],
                 "created_at": r[13],
                 "updated_at": r[14],
+                "lesson_section": r[18],
             },
             "step": r[0],
             "interval_days": ladder.interval_days(r[0], LADDER_DAYS),
             "due_on": r[1],
             "leech": r[16] >= LEECH_LAPSES,
+            "retrievability": recall.get(r[2]),
             **({"exercise": r[17]} if r[5] == "exercise" else {}),
         }
         for r in rows
     ]
     body = {"today": today, "count": count, "next": None, "previous": None, "results": results}
     return _answer(start_response, "200 OK", body)
+
+
+def _retrievability(
+    conn: psycopg.Connection, learner_id: int, card_ids: list[int], today: dt.date
+) -> dict[int, float]:
+    """Today's predicted recall of the page's cards, by the service's own pure functions."""
+    if not card_ids:
+        return {}
+    from cards.services.memory import retrievability_from_rows
+
+    rows = conn.execute(RECALL_SQL, {"learner": learner_id, "cards": card_ids}).fetchall()
+    return retrievability_from_rows(rows, today=today)
 
 
 def review_submit(environ: dict, start_response) -> list[bytes]:

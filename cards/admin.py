@@ -14,6 +14,9 @@ from studyapp.common.rendering import render_markdown
 from . import (
     admin_analysis,  # item analysis, reports, Anki export
     admin_beat,  # noqa: F401  (reminders sent)
+    admin_labels,
+    admin_lesson,  # the lesson's sections
+    admin_memory,  # noqa: F401  (deck memory figures)
     rules,
     services,
 )
@@ -24,6 +27,9 @@ from .services import privacy
 
 class CardInline(admin.TabularInline):
     model = Card
+    # Each row's fields are named after their column and card (cards.admin_labels).
+    form = admin_labels.RowLabelledForm
+    formset = admin_labels.RowLabelledInlineFormSet
     fields = ["position", "kind", "prompt", "is_active"]
     extra = 0
     show_change_link = True
@@ -36,10 +42,15 @@ class DeckAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["title"]}
     inlines = [CardInline]
     actions = [admin_analysis.export_apkg]
+    readonly_fields = ["lesson_sections"]
 
     @admin.display(description="Cards")
     def card_total(self, deck):
         return deck.cards.count()
+
+    @admin.display(description="Lesson sections")
+    def lesson_sections(self, deck):
+        return admin_lesson.lesson_outline(deck)
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
@@ -89,6 +100,11 @@ class CardAdmin(admin.ModelAdmin):
     ]
     list_editable = ["position"]
     list_select_related = ["deck"]
+
+    def get_changelist_form(self, request, **kwargs):
+        # The editable "position" column: each box named after its card.
+        return admin_labels.row_labelled(super().get_changelist_form(request, **kwargs))
+
     search_fields = ["prompt", "answer", "key", "tags__name"]
     filter_horizontal = ["tags"]
     readonly_fields = ["preview", "generation_problem", "created_at", "updated_at"]
@@ -97,7 +113,17 @@ class CardAdmin(admin.ModelAdmin):
         (None, {"fields": ["deck", "key", "kind", "position", "is_active", "tags"]}),
         (
             "Content",
-            {"fields": ["prompt", "answer", "points", "exercise", "lab", "generation_problem"]},
+            {
+                "fields": [
+                    "prompt",
+                    "answer",
+                    "points",
+                    "exercise",
+                    "lab",
+                    "lesson_section",
+                    "generation_problem",
+                ]
+            },
         ),
         ("Preview", {"fields": ["preview"]}),
         ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),

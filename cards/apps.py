@@ -34,6 +34,7 @@ class CardsConfig(AppConfig):
     def ready(self) -> None:
         from . import checks, signals  # noqa: F401
         from .beat import sync_default_schedule_on_migrate
+        from .exercise_lessons import exercise_lesson_url
         from .services.exercise_reviews import bound_card_id
         from .services.lab_reviews import lab_due, lab_graded, lab_review_of, lab_submitted
 
@@ -56,6 +57,7 @@ class CardsConfig(AppConfig):
                 submit_url=exercise_submit_url,
                 review_page_url=review_page_url,
                 bound_card_id=bound_card_id,
+                lesson_url=exercise_lesson_url,
             )
         )
         # A lab submission binds and records the review of its lab card (labs.reviews).

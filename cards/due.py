@@ -199,6 +199,7 @@ DUE_PAGE_FIELDS = (
     "card__exercise",
     "card__lab",
     "card__points",
+    "card__lesson_section",
     "card__position",
     "card__is_active",
     "card__created_at",

@@ -790,6 +790,10 @@ class MemoryParameters(models.Model):
     fitted = models.BooleanField(default=False)
     reviews_used = models.PositiveIntegerField(default=0)
     fitted_at = models.DateTimeField(null=True, blank=True)
+    # Every fit kept, oldest first: ``{"since": <epoch seconds of the last review it saw>,
+    # "parameters": [...], "reviews": n}``. Each predicts only the reviews after its
+    # ``since`` (the calibration's time-series split, ``cards.memory.predictions``).
+    history = models.JSONField(default=list, blank=True)
 
     class Meta:
         verbose_name_plural = "memory parameters"

@@ -17,7 +17,12 @@ from .ladder import interval_days
 from .models import Card
 
 
-def due_items(rows: list[dict], *, exercises: Mapping[int, Any]) -> list[dict]:
+def due_items(
+    rows: list[dict],
+    *,
+    exercises: Mapping[int, Any],
+    retrievability: Mapping[int, float] | None = None,
+) -> list[dict]:
     """``DueItemSerializer``'s output for the rows of ``cards.due.due_page``, built directly.
 
     The due queue's fast renderer: ``reviews/due/`` must answer at the rate of a
@@ -25,8 +30,10 @@ def due_items(rows: list[dict], *, exercises: Mapping[int, Any]) -> list[dict]:
     nested cards costs more than its queries. The fields are ``DueItemSerializer``'s and,
     for ``card``, ``CardSerializer``'s (``cards.serializers``);
     ``tests/cards/test_due_queries.py`` holds the two equal. ``exercises`` maps an
-    exercise card's id to its serialized bound exercise.
+    exercise card's id to its serialized bound exercise; ``retrievability`` a card's id to
+    today's predicted recall (``cards.services.memory.page_retrievability``; absent: null).
     """
+    recall = retrievability or {}
     ladder_days = settings.STUDY_LADDER_DAYS
     # CardSerializer's datetime output, with the request's time zone looked up once.
     datetimes = serializers.DateTimeField(
@@ -49,6 +56,7 @@ def due_items(rows: list[dict], *, exercises: Mapping[int, Any]) -> list[dict]:
                 else {"kind": spec.get("kind"), "params": spec.get("params") or {}},
                 "lab": None if row["card__lab"] is None else {"slug": row["card__lab"]},
                 "points": list(row["card__points"] or []),
+                "lesson_section": row["card__lesson_section"],
                 "position": row["card__position"],
                 "active": row["card__is_active"],
                 "created_at": datetimes.to_representation(row["card__created_at"]),
@@ -58,6 +66,7 @@ def due_items(rows: list[dict], *, exercises: Mapping[int, Any]) -> list[dict]:
             "interval_days": interval_days(row["step"], ladder_days),
             "due_on": row["due_on"],
             "leech": row["leech"],
+            "retrievability": recall.get(row["card_id"]),
         }
         if row["card__kind"] == Card.Kind.EXERCISE:
             item["exercise"] = exercises.get(row["card_id"])

@@ -17,6 +17,8 @@ from exercises.kinds import KINDS, ParamError, UnknownKindError, get_kind
 from labs import selectors as lab_selectors
 from studyapp.common.rendering import formula_renders, formulas
 
+from .figures import figure_problems
+
 CARD_KINDS = ("recall", "interview", "exercise", "lab")
 ANSWERED_KINDS = ("recall", "interview")
 MAX_TEXT_CHARS = 20_000
@@ -230,6 +232,58 @@ def key_problems(key: Any, *, taken: bool = False) -> Problems:
             "key": [
                 f"Another card in this deck already has the key {key!r}; "
                 "keys are unique within a deck, so choose another one."
+            ]
+        }
+    return {}
+
+
+# --- The lesson: its sections, and the section a card points to ---------------------------
+
+SECTION_KEY_MAX = 80
+SECTION_TITLE_MAX = 200
+MAX_SECTIONS = 100
+
+
+def section_problems(*, key: Any, title: Any, body: Any) -> Problems:
+    """Problems of one lesson section: a slug key, a title, a Markdown body whose
+    ``{{figure:NAME}}`` lines name figures that exist. Its math is checked apart
+    (``broken_formula``): a deck file refuses broken TeX, the admin warns."""
+    problems: Problems = {}
+    if not is_slug(key, SECTION_KEY_MAX):
+        _add(
+            problems,
+            "key",
+            f"Expected a slug (letters, digits, '-', '_'; at most {SECTION_KEY_MAX}), got {key!r}.",
+        )
+    if not isinstance(title, str) or not title.strip() or len(title) > SECTION_TITLE_MAX:
+        _add(
+            problems,
+            "title",
+            f"Expected text of 1 to {SECTION_TITLE_MAX} characters, got {title!r}.",
+        )
+    elif "\x00" in title:
+        _add(problems, "title", "Contains a NUL character (\\x00); remove it.")
+    _text_problems(problems, "body", body)
+    if isinstance(body, str) and "body" not in problems:
+        if not body.strip():
+            _add(problems, "body", "Expected Markdown text, got an empty string.")
+        for message in figure_problems(body):
+            _add(problems, "body", message)
+    return problems
+
+
+def lesson_section_problems(section: Any, keys: Any) -> Problems:
+    """A card's ``lesson_section``: null, or the key of a section of its deck's lesson."""
+    if section is None:
+        return {}
+    keys = list(keys)
+    if not isinstance(section, str) or section not in keys:
+        offered = ", ".join(keys) if keys else "none: the deck has no lesson sections"
+        shown = repr(section) if isinstance(section, str) else type_name(section)
+        return {
+            "lesson_section": [
+                f"Expected null or the key of a section of the deck's lesson ({offered}), "
+                f"got {shown}."
             ]
         }
     return {}

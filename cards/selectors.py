@@ -11,13 +11,19 @@ import logging
 from typing import cast
 
 from django.db.models import (
+    Case,
     Count,
     Exists,
+    IntegerField,
     OuterRef,
     Prefetch,
     Q,
     QuerySet,
+    Subquery,
+    Value,
+    When,
 )
+from django.db.models.functions import Coalesce
 
 from . import ladder
 from .db.compiled import CompiledQuery
@@ -104,9 +110,25 @@ def scheduled_state(*, learner, card_id: int) -> ReviewState | None:
 
 
 def decks_for(*, learner) -> QuerySet[Deck]:
+    """Every deck, with its active cards counted, whether ``learner`` is enrolled, and
+    how many of its cards wait for the pace (``waiting``, 0 when not enrolled)."""
+    unplaced = (
+        Card.objects.filter(deck=OuterRef("pk"), is_active=True)
+        .exclude(Exists(ReviewState.objects.filter(learner=learner, card=OuterRef("pk"))))
+        .order_by()
+        .values("deck")
+        .annotate(n=Count("id"))
+        .values("n")[:1]
+    )
+    enrolled = Exists(Enrollment.objects.filter(deck=OuterRef("pk"), learner=learner))
     return Deck.objects.annotate(
         card_count=Count("cards", filter=Q(cards__is_active=True)),
-        enrolled=Exists(Enrollment.objects.filter(deck=OuterRef("pk"), learner=learner)),
+        enrolled=enrolled,
+        waiting=Case(
+            When(enrolled, then=Coalesce(Subquery(unplaced), 0)),
+            default=Value(0),
+            output_field=IntegerField(),
+        ),
     ).order_by("title")
 
 

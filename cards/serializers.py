@@ -4,9 +4,11 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from exercises.serializers import RefusesUnknownFields
 from studyapp.common.fields import (
     StrictBooleanField,
     StrictCharField,
@@ -14,8 +16,10 @@ from studyapp.common.fields import (
     StrictIntegerField,
 )
 
-from . import ladder, rules, services
-from .models import Card, Deck, LearnerProfile, Report, ReviewLog
+from . import ladder, lesson, rules, services
+from .models import MAX_NEW_CARDS_PER_DAY, Card, Deck, LearnerProfile, Report, ReviewLog
+from .selectors import learner_today
+from .services.memory import card_retrievability
 
 TAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,49}$")
 
@@ -64,6 +68,19 @@ class ProfileSerializer(serializers.ModelSerializer):
     day_starts_at = StrictIntegerField(min_value=0, max_value=23, required=False)
     reminders = StrictBooleanField(required=False)
     reminder_hour = StrictIntegerField(min_value=0, max_value=23, required=False)
+    new_cards_per_day = StrictIntegerField(
+        min_value=0,
+        max_value=MAX_NEW_CARDS_PER_DAY,
+        required=False,
+        help_text="The pace: new cards placed on each study day on which the learner "
+        "reviews (0: none).",
+    )
+    theme = StrictChoiceField(
+        choices=LearnerProfile.Theme.values,
+        required=False,
+        expected_description="auto, light or dark",
+        help_text="The pages' colours: `auto` follows the device's setting.",
+    )
     password = StrictCharField(
         max_length=128,
         trim_whitespace=False,
@@ -86,6 +103,8 @@ class ProfileSerializer(serializers.ModelSerializer):
             "day_starts_at",
             "reminders",
             "reminder_hour",
+            "new_cards_per_day",
+            "theme",
             "password",
         ]
 
@@ -118,10 +137,14 @@ class AccountDeleteSerializer(serializers.Serializer):
 class DeckSerializer(serializers.ModelSerializer):
     card_count = serializers.IntegerField(read_only=True)
     enrolled = serializers.BooleanField(read_only=True)
+    waiting = serializers.IntegerField(
+        read_only=True,
+        help_text="Your cards of this deck that wait for the pace (0 when not enrolled).",
+    )
 
     class Meta:
         model = Deck
-        fields = ["slug", "title", "description", "card_count", "enrolled"]
+        fields = ["slug", "title", "description", "card_count", "enrolled", "waiting"]
 
 
 class EnrollResultSerializer(serializers.Serializer):
@@ -129,7 +152,20 @@ class EnrollResultSerializer(serializers.Serializer):
     scheduled = serializers.IntegerField(
         help_text="Cards newly placed on the ladder (0 on a repeat)."
     )
+    waiting = serializers.IntegerField(
+        help_text="The deck's cards not yet placed: the pace places them on later study days."
+    )
     first_due_on = serializers.DateField(allow_null=True)
+
+
+class LearnMoreSerializer(RefusesUnknownFields):
+    count = StrictIntegerField(
+        min_value=1,
+        max_value=MAX_NEW_CARDS_PER_DAY,
+        required=False,
+        help_text="How many waiting cards to place now (default: your `new_cards_per_day`, "
+        "or 20 when that is 0).",
+    )
 
 
 class ExerciseSpecSerializer(serializers.Serializer):
@@ -137,6 +173,11 @@ class ExerciseSpecSerializer(serializers.Serializer):
     params = serializers.DictField(required=False, default=dict)
 
     def validate(self, attrs):
+        if "kind" not in attrs:
+            # A PATCH makes a nested serializer's fields optional; a spec still needs its kind.
+            raise serializers.ValidationError(
+                {"kind": ["This field is required: an exercise is {kind, params}."]}
+            )
         # The card rules (cards.rules): a known kind, parameters it accepts, no seed.
         spec = {"kind": attrs["kind"], "params": dict(attrs.get("params") or {})}
         problems = rules.exercise_problems(spec)
@@ -212,6 +253,14 @@ class CardSerializer(serializers.ModelSerializer):
     exercise = ExerciseSpecSerializer(allow_null=True, required=False, default=None)
     lab = LabRefField(allow_null=True, required=False, default=None)
     points = PointListField(required=False, help_text="Interview cards: the key points to tick.")
+    lesson_section = StrictCharField(
+        max_length=80,
+        allow_null=True,
+        required=False,
+        default=None,
+        help_text="The key of the section of the deck's lesson (decks/{slug}/lesson/) that "
+        "teaches this card, or null.",
+    )
     key = serializers.SlugField(max_length=100, required=False, allow_blank=True)
     position = StrictIntegerField(min_value=0, max_value=1_000_000, required=False)
     active = StrictBooleanField(source="is_active", required=False, default=True)
@@ -229,6 +278,7 @@ class CardSerializer(serializers.ModelSerializer):
             "exercise",
             "lab",
             "points",
+            "lesson_section",
             "position",
             "active",
             "created_at",
@@ -258,6 +308,9 @@ class CardSerializer(serializers.ModelSerializer):
             if instance:
                 clash = clash.exclude(pk=instance.pk)
             problems = rules.key_problems(key, taken=clash.exists())
+        section = current("lesson_section", None)
+        if section is not None and not problems:
+            problems = rules.lesson_section_problems(section, lesson.section_keys(deck))
         if problems:
             raise serializers.ValidationError(problems)
         if "points" in attrs:
@@ -276,6 +329,47 @@ class CardSerializer(serializers.ModelSerializer):
         return services.card_update(card=instance, tags=tags, **validated_data)
 
 
+# --- The lesson ---------------------------------------------------------------------
+
+
+class LessonCardSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    key = serializers.CharField()
+    kind = serializers.CharField()
+
+
+class LessonPracticeSerializer(serializers.Serializer):
+    cards = LessonCardSerializer(
+        many=True, help_text="The deck's active cards that point to this section, in deck order."
+    )
+    exercise_kinds = serializers.ListField(
+        child=serializers.CharField(), help_text="Exercise kinds of those cards (exercises/kinds/)."
+    )
+    presets = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Playground presets those exercises start from (/playground/?preset=NAME).",
+    )
+    labs = serializers.ListField(
+        child=serializers.CharField(), help_text="Slugs of the labs of those cards (labs/)."
+    )
+
+
+class LessonSectionSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="Stable within the deck; a card's `lesson_section`.")
+    title = serializers.CharField()
+    body = serializers.CharField(
+        help_text="Markdown with $...$ and $$...$$ math, like the cards; a line holding only "
+        "{{figure:NAME}} stands for a figure the page draws."
+    )
+    practice = LessonPracticeSerializer()
+
+
+class LessonSerializer(serializers.Serializer):
+    deck = serializers.CharField(help_text="The deck's slug.")
+    title = serializers.CharField(help_text="The lesson's title (the deck's when it has none).")
+    sections = LessonSectionSerializer(many=True)
+
+
 # reviews/due/ renders this with cards.renderers.due_items (a test holds the two equal).
 class DueItemSerializer(serializers.Serializer):
     card = CardSerializer()
@@ -284,6 +378,11 @@ class DueItemSerializer(serializers.Serializer):
     due_on = serializers.DateField()
     leech = serializers.BooleanField(
         help_text="True once you have failed this card STUDY_LEECH_LAPSES times (net of undos)."
+    )
+    retrievability = serializers.FloatField(
+        allow_null=True,
+        help_text="Today's predicted recall of the card (FSRS over your review log, 0 to 1); "
+        "null for a card never reviewed.",
     )
     exercise = serializers.JSONField(
         required=False,
@@ -344,7 +443,11 @@ class NotDueSerializer(serializers.Serializer):
 
 class ForecastDaySerializer(serializers.Serializer):
     date = serializers.DateField()
-    count = serializers.IntegerField()
+    count = serializers.IntegerField(help_text="Cards already on the ladder due that day.")
+    new = serializers.IntegerField(
+        help_text="Waiting cards the pace would bring that day if you study every day "
+        "(not counted in `count`)."
+    )
 
 
 class PredictionAccuracySerializer(serializers.Serializer):
@@ -371,6 +474,12 @@ class StatsSerializer(serializers.Serializer):
         child=serializers.IntegerField(), help_text="Ids of your leech cards."
     )
     paused = serializers.BooleanField(help_text="True while your study is paused.")
+    waiting = serializers.IntegerField(
+        help_text="Cards of your decks not yet placed on the ladder: the pace places "
+        "`new_cards_per_day` of them on each study day on which you review."
+    )
+    new_cards_per_day = serializers.IntegerField(help_text="Your pace (see `me/`).")
+    placed_today = serializers.IntegerField(help_text="New cards placed on today's study day.")
 
 
 # --- Study controls ----------------------------------------------------------------
@@ -384,8 +493,16 @@ class CardStateSerializer(serializers.Serializer):
     interval_days = serializers.SerializerMethodField()
     due_on = serializers.DateField()
 
+    retrievability = serializers.SerializerMethodField(
+        help_text="Today's predicted recall of the card (FSRS); null for a card never reviewed."
+    )
+
     def get_interval_days(self, state) -> int:
         return ladder.interval_days(state.step, settings.STUDY_LADDER_DAYS)
+
+    def get_retrievability(self, state) -> float | None:
+        today = learner_today(learner=state.learner, at=timezone.now())
+        return card_retrievability(learner=state.learner, card_id=state.card_id, today=today)
 
 
 class SuspendedSerializer(CardStateSerializer):
@@ -423,3 +540,110 @@ class PauseEndedSerializer(serializers.Serializer):
         max_value=services.MAX_PAUSE_DAYS,
         help_text="The days the pause ran: 0 when it had not started.",
     )
+
+
+# --- Memory beside the ladder: stats/memory/ and decks/{slug}/memory/ --------------------
+
+
+class MemoryRungSerializer(serializers.Serializer):
+    interval_days = serializers.IntegerField(help_text="The ladder interval (days elapsed bin).")
+    reviews = serializers.IntegerField(help_text="Reviews whose elapsed days fall on this rung.")
+    passed = serializers.IntegerField()
+    recall = serializers.FloatField(
+        allow_null=True, help_text="passed / reviews; null below minimum_reviews."
+    )
+    low = serializers.FloatField(help_text="95 % Wilson interval, lower bound (0 with no reviews).")
+    high = serializers.FloatField(
+        help_text="95 % Wilson interval, upper bound (1 with no reviews)."
+    )
+
+
+class MemoryFsrsSerializer(serializers.Serializer):
+    parameters = serializers.ListField(
+        child=serializers.FloatField(), help_text="The FSRS-6 parameters in force (21 numbers)."
+    )
+    fitted = serializers.BooleanField(help_text="False: FSRS's defaults, not fitted to you yet.")
+    reviews_used = serializers.IntegerField(
+        help_text="Reviews after cards' first that the last weekly fit counted."
+    )
+    fitted_at = serializers.DateTimeField(allow_null=True)
+    fit_minimum = serializers.IntegerField(help_text="Reviews needed before a fit.")
+
+
+class CalibrationBinSerializer(serializers.Serializer):
+    predicted = serializers.FloatField(help_text="Mean predicted recall of the bin's reviews.")
+    observed = serializers.FloatField(help_text="Share of them passed.")
+    count = serializers.IntegerField()
+
+
+class CalibrationSerializer(serializers.Serializer):
+    reviews = serializers.IntegerField(help_text="Reviews predicted (every one after a first).")
+    log_loss = serializers.FloatField(allow_null=True, help_text="Null below 100 reviews.")
+    rmse_bins = serializers.FloatField(allow_null=True, help_text="Null below 100 reviews.")
+    bins = CalibrationBinSerializer(many=True)
+
+
+class SimulationSerializer(serializers.Serializer):
+    policy = serializers.ChoiceField(choices=["ladder", "fsrs"])
+    desired_retention = serializers.FloatField(allow_null=True, help_text="Null for the ladder.")
+    reviews_per_day = serializers.FloatField(help_text="Mean over the next 365 days.")
+    recall = serializers.FloatField(
+        allow_null=True, help_text="Expected share passed of reviews after a card's first."
+    )
+    reviews = serializers.FloatField(help_text="Expected reviews over the 365 days.")
+    daily_reviews = serializers.ListField(
+        child=serializers.FloatField(), help_text="Expected reviews on each of the 365 days."
+    )
+
+
+class MemoryStatsSerializer(serializers.Serializer):
+    today = serializers.DateField()
+    target_retention = serializers.FloatField(help_text="STUDY_TARGET_RETENTION.")
+    minimum_reviews = serializers.IntegerField(
+        help_text="Reviews before a rung's recall is stated."
+    )
+    rungs = MemoryRungSerializer(many=True)
+    fsrs = MemoryFsrsSerializer()
+    calibration = CalibrationSerializer()
+    simulation_cards = serializers.IntegerField(help_text="Cards on your ladder simulated.")
+    simulation = SimulationSerializer(many=True)
+
+
+class DeckMemoryFsrsSerializer(serializers.Serializer):
+    fitted_learners = serializers.IntegerField()
+    fit_minimum = serializers.IntegerField()
+
+
+class SuggestedLadderSerializer(serializers.Serializer):
+    intervals = serializers.ListField(
+        child=serializers.IntegerField(),
+        allow_null=True,
+        help_text="Days per rung that would hold target_retention; null with no fitted learner.",
+    )
+    learners = serializers.IntegerField(help_text="Fitted learners it rests on.")
+
+
+class CardMemorySerializer(serializers.Serializer):
+    card = serializers.IntegerField()
+    key = serializers.CharField()
+    prompt = serializers.CharField()
+    reviews = serializers.IntegerField()
+    passed = serializers.IntegerField()
+    recall = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField()
+    high = serializers.FloatField()
+
+
+class DeckMemorySerializer(serializers.Serializer):
+    deck = serializers.CharField()
+    today = serializers.DateField()
+    target_retention = serializers.FloatField()
+    minimum_reviews = serializers.IntegerField()
+    learners = serializers.IntegerField(help_text="Learners with reviews of the deck.")
+    rungs = MemoryRungSerializer(many=True)
+    fsrs = DeckMemoryFsrsSerializer()
+    calibration = CalibrationSerializer()
+    simulation_learners = serializers.IntegerField(help_text="Learners simulated (at most 200).")
+    simulation = SimulationSerializer(many=True, help_text="Reviews are per learner.")
+    suggested_ladder = SuggestedLadderSerializer()
+    cards = CardMemorySerializer(many=True)

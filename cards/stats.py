@@ -19,6 +19,7 @@ from .due import counted_states, is_paused
 from .lapses import leech_stats
 from .models import ReviewDay
 from .selectors import learner_profile, scheduled_states
+from .services import pace
 
 FORECAST_DAYS = 30
 RETENTION_DAYS = 30
@@ -54,6 +55,17 @@ def learner_stats(*, learner, today: dt.date) -> dict:
     total = sum(n for _, n, _ in window)
     passed = sum(passes for _, _, passes in window)
     retention = passed / total if total else None
+    waiting = pace.waiting_count(learner=learner)
+    placed_today = pace.placed_on_day(learner=learner, day=today)
+    # While paused nothing is studied: the pace resumes the day the pause ends.
+    start = first_day - dt.timedelta(days=1) if paused else today
+    new = pace.forecast_new(
+        waiting=waiting,
+        per_day=profile.new_cards_per_day,
+        placed_today=placed_today if start == today else 0,
+        days=list(forecast),
+        today=start,
+    )
     stats = {
         "today": today,
         "due_today": due_today,
@@ -61,9 +73,12 @@ def learner_stats(*, learner, today: dt.date) -> dict:
         "streak_days": _streak(learner=learner, today=today, days=days),
         "retention_30d": None if retention is None else round(retention, 4),
         "by_step": by_step,
-        "forecast": [{"date": day, "count": n} for day, n in forecast.items()],
+        "forecast": [{"date": day, "count": n, "new": new[day]} for day, n in forecast.items()],
         **leech_stats(learner=learner),
         "paused": paused,
+        "waiting": waiting,
+        "new_cards_per_day": profile.new_cards_per_day,
+        "placed_today": placed_today,
     }
     stats["predictions_30d"] = _prediction_accuracy(learner=learner, window_start=window_start)
     return stats

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .metrics import beat_job
-from .services import accounts, reminders, scheduling
+from .services import accounts, memory, reminders, scheduling
 from .services import housekeeping as housekeeping_service
 
 logger = logging.getLogger(__name__)
@@ -126,6 +126,30 @@ def send_reminders_chunk(
                 retry_after,
             )
     return sent
+
+
+@_bound_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=60, time_limit=90)
+def refresh_memory_parameters(self: Any, chunk_size: int | None = None) -> int:
+    """Fan the weekly FSRS fit out: one ``refresh_memory_chunk`` task per range of learners.
+
+    Returns the number of chunks enqueued; the chunks follow this task onto its queue.
+    """
+    chunks = memory.memory_refresh_chunks(chunk_size=chunk_size or memory.DEFAULT_CHUNK)
+    if chunks:
+        queue = (self.request.delivery_info or {}).get("routing_key")
+        group(refresh_memory_chunk.s(after, up_to) for after, up_to in chunks).apply_async(
+            **({"queue": queue} if queue else {})
+        )
+    return len(chunks)
+
+
+@_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=10 * 60, time_limit=11 * 60)
+def refresh_memory_chunk(after: int, up_to: int | None) -> int:
+    """Fit the learners with ``after < id <= up_to``; run twice, the second fits none."""
+    fitted = 0
+    with beat_job("refresh_memory_chunk") as rows:
+        fitted = rows[0] = memory.memory_refresh_chunk(after=after, up_to=up_to, at=timezone.now())
+    return fitted
 
 
 @_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)

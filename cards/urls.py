@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
-from .api import accounts, controls, decks, reviews
+from .api import accounts, controls, decks, memory, reviews, topics
 
 router = SimpleRouter()
 router.register("decks", decks.DeckViewSet, basename="deck")
@@ -29,6 +29,13 @@ urlpatterns = [
     path("me/export/", accounts.ExportView.as_view(), name="me-export"),
     path("reviews/due/", reviews.DueView.as_view(), name="reviews-due"),
     path("stats/", reviews.StatsView.as_view(), name="stats"),
+    path("stats/topics/", topics.TopicsView.as_view(), name="stats-topics"),
+    path("stats/memory/", memory.MemoryStatsView.as_view(), name="stats-memory"),
+    re_path(
+        r"^decks/(?P<slug>[-a-zA-Z0-9_]+)/memory/$",
+        memory.DeckMemoryView.as_view(),
+        name="deck-memory",
+    ),
     re_path(
         r"^exercises/(?P<exercise_id>-?[0-9]+)/submit/$",
         reviews.ExerciseReviewSubmitView.as_view(),
@@ -54,6 +61,11 @@ urlpatterns = [
         r"^decks/(?P<slug>[-a-zA-Z0-9_]+)/export\.apkg$",
         decks.DeckApkgView.as_view(),
         name="deck-apkg",
+    ),
+    re_path(
+        r"^decks/(?P<slug>[-a-zA-Z0-9_]+)/lesson/$",
+        decks.DeckLessonView.as_view(),
+        name="deck-lesson-api",
     ),
     *router.urls,
 ]

@@ -39,8 +39,12 @@ urlpatterns = [
     path("profile/delete/", views.account_delete, name="account-delete"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("profile/", views.profile, name="profile"),
+    path("progress/", views.progress, name="progress"),
+    path("profile/theme/", views.theme_set, name="profile-theme"),
     path("decks/<slug:slug>/enroll/", views.deck_enroll, name="dashboard-enroll"),
     path("decks/<slug:slug>/unenroll/", views.deck_unenroll, name="dashboard-unenroll"),
+    path("decks/<slug:slug>/lesson/", views.deck_lesson, name="deck-lesson"),
+    path("decks/<slug:slug>/learn-more/", views.deck_learn_more, name="dashboard-learn-more"),
     path("review/", views.review, name="review"),
     path("exercises/<int:pk>/submit/", views.exercise_submit, name="exercise-page-submit"),
     # Study controls

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -13,7 +14,7 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 from rest_framework import status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, Throttled, ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
@@ -23,7 +24,7 @@ from exercises import selectors, services
 from exercises.checking import AnswerError
 from exercises.kinds import ParamError, UnknownKindError
 from exercises.models import Exercise
-from exercises.playground import PlaygroundError, attention_playground
+from exercises.playground import PlaygroundError, attention_playground, playground_cost
 from exercises.predictions import prediction_summary
 from exercises.presets import PRESETS, preset_question
 from exercises.serializers import (
@@ -41,6 +42,7 @@ from exercises.serializers import (
     SubmitResultSerializer,
     SubmitSerializer,
 )
+from studyapp.common.budget import CostBudget, one_at_a_time, retry_after
 from studyapp.common.ids import parse_id
 
 
@@ -256,12 +258,19 @@ class ExerciseClosedConflict(ValidationError):
             "detail": str(closed),
             "solved": exercise.solved,
             "attempts": services.attempts_summary(exercise),
-            "solution": services.solution_if_revealed(exercise),
+            "solution": services.solution_if_revealed(exercise, services.latest_result(exercise)),
         }
         self.detail = cast(Any, body)  # plain JSON, as PredictionConflict's
 
 
 class AttentionPlaygroundView(APIView):
+    """The playground, budgeted per learner by what a request costs (``playground_cost``):
+    one computation at a time (a second is a 409), and a budget of cost units
+    (``playground_cost``) beside the count of requests (``playground``). The body's parse
+    is charged before it is read, the head's work before it is done; a refused request
+    costs nothing more (429 with ``Retry-After``). The service's slots are taken before
+    the body is read (``studyapp.request_bounds.playground_slot``)."""
+
     parser_classes = [NonFiniteJSONParser]
     throttle_scope = "playground"
 
@@ -273,19 +282,65 @@ class AttentionPlaygroundView(APIView):
             '"causal" or a boolean matrix, true = blocked) and `scale` (default true). '
             "`scores` are before masking; `weights` after. At most 256 rows and 256 columns "
             "per matrix, entries from -1e6 to 1e6. Inconsistent shapes, a row with every key "
-            "blocked, a non-number, or an empty or ragged matrix are 400."
+            "blocked, a non-number, or an empty or ragged matrix are 400. One computation "
+            "at a time per learner (a second at once is 409 with `Retry-After`); besides "
+            "the count of requests, a budget counted in cost (the numbers answered and the "
+            "multiply-adds, n_q·n_k·(d_k + d_v)) per learner: past it, 429 with "
+            "`Retry-After`."
         ),
         request=PlaygroundRequestSerializer,
-        responses={200: PlaygroundResponseSerializer},
+        responses={
+            200: PlaygroundResponseSerializer,
+            409: OpenApiResponse(description="Another playground computation of yours runs."),
+        },
     )
     def post(self, request):
+        with one_at_a_time(f"playground:turn:{request.user.pk}") as mine:
+            if not mine:
+                return _busy(
+                    "Another playground computation of yours is running; send this one "
+                    "when it has answered.",
+                    status.HTTP_409_CONFLICT,
+                )
+            shape = getattr(request, "json_shape", None)
+            self._charge(request, elements=shape.elements if shape else 0, matrices={})
+            return self._compute(request)
+
+    def _compute(self, request):
         body = PlaygroundRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        self._charge(request, elements=0, matrices=body.validated_data)
         try:
             result = attention_playground(**body.validated_data)
         except PlaygroundError as exc:
             raise ValidationError(exc.errors) from None
         return Response(result)
+
+    @staticmethod
+    def _charge(request, *, elements: int, matrices) -> None:
+        budget = CostBudget.from_rate(
+            "playground", settings.STUDY_THROTTLE_RATES.get("playground_cost")
+        )
+        if budget is None:
+            return
+        cost = playground_cost(matrices, elements=elements)
+        wait = budget.charge(request.user.pk, cost)
+        if wait is not None:
+            seconds = retry_after(wait)
+            raise Throttled(
+                wait=seconds,
+                detail=(
+                    f"This request costs {cost:,} units of the playground's budget "
+                    f"({budget.capacity:,} per learner every {budget.period} s), more than "
+                    "is left; send smaller matrices, or wait."
+                ),
+            )
+
+
+def _busy(detail: str, code: int) -> Response:
+    response = Response({"detail": detail}, status=code)
+    response["Retry-After"] = "1"
+    return response
 
 
 class PlaygroundPredictionView(APIView):

@@ -174,6 +174,36 @@ def attention_playground(
     return out
 
 
+def playground_cost(matrices: Mapping[str, Any], *, elements: int = 0) -> int:
+    """What one request costs, in units of about a microsecond of CPU (measured on the
+    largest: 0.5 s in all): ``elements`` of its body to parse (``studyapp.common.jsonscan``,
+    a quarter each), every number its answer holds to write (half each: JSON writing is
+    most of the cost) and the head's multiply-adds, n_q·n_k·(d_k + d_v) and the
+    projection's n·d_model·(2·d_k + d_v) (a thousandth each).
+
+    ``matrices`` are the parsed inputs (Q, K, V or X and the W's); shapes that do not
+    fit together are priced as given (they are refused after, at no further cost).
+    """
+    shape = {name: np.shape(m) for name, m in matrices.items() if isinstance(m, np.ndarray)}
+
+    def dim(name: str, axis: int) -> int:
+        dims = shape.get(name, ())
+        return int(dims[axis]) if len(dims) > axis else 0
+
+    if "X" in shape:
+        n_q = n_k = dim("X", 0)
+        d_model, d_k, d_v = dim("X", 1), dim("W_Q", 1), dim("W_V", 1)
+    else:
+        n_q, n_k, d_model = dim("Q", 0), dim("K", 0), 0
+        d_k, d_v = max(dim("Q", 1), dim("K", 1)), dim("V", 1)
+    answered = n_q * d_k + n_k * d_k + n_k * d_v + 3 * n_q * n_k + n_q * d_v
+    madds = n_q * n_k * (d_k + d_v)
+    if d_model:
+        answered += n_q * d_model + d_model * (2 * d_k + d_v)
+        madds += n_q * d_model * (2 * d_k + d_v)
+    return elements // 4 + answered // 2 + madds // 1000
+
+
 def as_matrices(grids: Mapping[str, Sequence[Sequence[float]]]) -> dict[str, Matrix]:
     """Parsed grids of numbers as float matrices, by name."""
     return {name: np.asarray(grid, dtype=float) for name, grid in grids.items()}

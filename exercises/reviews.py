@@ -11,7 +11,11 @@ comes through a ``ReviewSide`` that the study core registers here when it starts
   service is ``cards.services.exercise_reviews.exercise_review_submit``);
 - ``review_page_url()``: the review page, to go on reviewing after an answer;
 - ``bound_card_id(exercise_id)``: the card whose review the exercise was handed out
-  for, or None for practice (the exercise page offers a report on that card).
+  for, or None for practice (the exercise page offers a report on that card);
+- ``lesson_url(exercise_id, section)``: the page of the lesson section ``section`` (a
+  key of ``exercises.checking.mistakes.LESSON_SECTIONS``) that teaches a diagnosed
+  mistake: in the deck of the card the exercise is bound to, else in a deck whose lesson
+  has that section; None when no lesson has it.
 
 The API's submit route is the study core's too (``cards.urls`` routes
 ``exercises/{id}/submit/`` to ``cards.api.reviews.ExerciseReviewSubmitView``, a
@@ -33,6 +37,7 @@ class ReviewSide:
     submit_url: Callable[[int], str]
     review_page_url: Callable[[], str]
     bound_card_id: Callable[[int], int | None]
+    lesson_url: Callable[[int, str], str | None] | None = None
 
 
 _side: ReviewSide | None = None
@@ -53,3 +58,11 @@ def review_side() -> ReviewSide:
             "INSTALLED_APPS, or call exercises.reviews.register())."
         )
     return _side
+
+
+def lesson_url(exercise_id: int, section: str | None) -> str | None:
+    """Where the lesson teaches ``section`` for this exercise, or None (no section, no
+    review side, or a study core that resolves no lesson)."""
+    if not section or _side is None or _side.lesson_url is None:
+        return None
+    return _side.lesson_url(exercise_id, section)

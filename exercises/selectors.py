@@ -20,7 +20,7 @@ def exercises_for_owner(*, owner) -> QuerySet[Exercise]:
     return (
         Exercise.objects.filter(owner=owner)
         .order_by("-created_at", "-id")
-        .prefetch_related("predictions")
+        .prefetch_related("predictions", "attempt_set")
     )
 
 

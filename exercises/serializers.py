@@ -359,6 +359,55 @@ class AttemptsSerializer(serializers.Serializer):
     remaining = serializers.IntegerField()
 
 
+class WorkedStepSerializer(serializers.Serializer):
+    """One step of a worked solution, in the order the work is done."""
+
+    name = serializers.CharField(
+        help_text='Stable name: "raw_scores", "scores", "masked", "softmax_row_1" (rows from '
+        '1), "weights", "output"; a head\'s steps start "head_1_", an input\'s "input_1_".'
+    )
+    title = serializers.CharField(help_text="The step as the learner reads it (plain text).")
+    shape = serializers.ListField(
+        child=serializers.IntegerField(min_value=0), help_text="The shape of `value`."
+    )
+    value = serializers.JSONField(
+        help_text="The step's numbers, from the engine's own intermediates; a blocked score "
+        "(minus infinity) is null. A choice is its string."
+    )
+    note = serializers.CharField(
+        allow_blank=True, help_text="How the step is done, with its numbers (plain text)."
+    )
+    part = serializers.CharField(
+        allow_null=True,
+        help_text="The asked part this step is, or is a row of (its API name); null for a "
+        "step in between that is not asked.",
+    )
+    first_wrong = serializers.BooleanField(
+        help_text="True on the step where the attempt's first wrong part first goes wrong: "
+        "the first step of that part holding a wrong cell (a softmax row step for a wrong "
+        "row). At most one step is marked."
+    )
+    shift = serializers.FloatField(
+        required=False, help_text="A softmax row: the largest open score, subtracted first."
+    )
+    exps = serializers.ListField(
+        child=serializers.FloatField(),
+        required=False,
+        help_text="A softmax row: exp(s − shift) per key, 0 for a blocked one.",
+    )
+    sum = serializers.FloatField(required=False, help_text="A softmax row: the sum of `exps`.")
+
+
+class WorkedSolutionSerializer(serializers.Serializer):
+    """A worked solution: each part's expected answer under its own name (as many keys as
+    the exercise has parts), and ``steps``."""
+
+    steps = WorkedStepSerializer(many=True, help_text="The work, in order.")
+
+
+WORKED_SOLUTION_SCHEMA = WorkedSolutionSerializer(allow_null=True)
+
+
 class ExerciseSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
@@ -382,7 +431,9 @@ class ExerciseSerializer(serializers.Serializer):
     attempts = serializers.SerializerMethodField()
     solved = serializers.BooleanField()
     solution = serializers.SerializerMethodField(
-        help_text="Expected answers by part; null until solved or out of attempts."
+        help_text="The worked solution, null until solved or out of attempts: the expected "
+        "answer of each part by its name, and `steps`, the work in order (see "
+        "`WorkedStep`), the latest attempt's first wrong step marked."
     )
     created_at = serializers.DateTimeField()
     prediction = serializers.SerializerMethodField(
@@ -398,9 +449,13 @@ class ExerciseSerializer(serializers.Serializer):
     def get_attempts(self, obj: Exercise) -> dict[str, int]:
         return attempts_summary(obj)
 
-    @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": ANY_JSON})
+    @extend_schema_field(WORKED_SOLUTION_SCHEMA)
     def get_solution(self, obj):
-        return solution_if_revealed(obj)
+        if not (obj.solved or obj.attempts_used >= obj.max_attempts):
+            return None  # hidden: no need to read the attempts (the due page's exercises)
+        # ``.all()`` uses the list view's prefetch; attempts are ordered by number.
+        attempts = list(obj.attempt_set.all())
+        return solution_if_revealed(obj, attempts[-1].result if attempts else None)
 
     @extend_schema_field(PredictionStateSerializer(allow_null=True))
     def get_prediction(self, obj):
@@ -478,9 +533,22 @@ class PartResultSerializer(serializers.Serializer):
     )
 
 
+LESSON_SECTION_HELP = (
+    "The key of the lesson section that teaches the point (objective, worked-example, "
+    "shapes, masks, multi-head, positions, cost, heat-maps, lab, interview)."
+)
+LESSON_URL_HELP = (
+    "The page of that section (/decks/<slug>/lesson/#<key>): in the deck of the card the "
+    "exercise was handed out for, else of a deck whose lesson has the section; null when "
+    "no lesson has it."
+)
+
+
 class EitherMistakeSerializer(serializers.Serializer):
     code = serializers.CharField()
     text = serializers.CharField(help_text="What this mistake is and how to do the step.")
+    lesson_section = serializers.CharField(help_text=LESSON_SECTION_HELP)
+    lesson_url = serializers.CharField(allow_null=True, help_text=LESSON_URL_HELP)
 
 
 class DiagnosisSerializer(serializers.Serializer):
@@ -497,6 +565,8 @@ class DiagnosisSerializer(serializers.Serializer):
             "give the same numbers at this step, so the numbers cannot tell which was made."
         )
     )
+    lesson_section = serializers.CharField(help_text=LESSON_SECTION_HELP)
+    lesson_url = serializers.CharField(allow_null=True, help_text=LESSON_URL_HELP)
     either = EitherMistakeSerializer(
         many=True,
         required=False,
@@ -524,12 +594,28 @@ class SubmitResultSerializer(serializers.Serializer):
         allow_null=True,
         help_text="The first part that is neither right nor follows from earlier ones; null when right.",
     )
+    hint = serializers.CharField(
+        allow_null=True,
+        help_text="After a wrong answer, for the first wrong part: what to compute, from "
+        "what, and along which axis, never the number (plain text); null when correct.",
+    )
+    first_wrong_step = serializers.CharField(
+        allow_null=True,
+        help_text="The name of the worked solution's step where this attempt first goes "
+        "wrong (the one marked `first_wrong`); null when correct.",
+    )
     attempts = AttemptsSerializer()
     attempt = serializers.IntegerField(help_text="This attempt's number, from 1.")
     solved = serializers.BooleanField()
-    solution = serializers.DictField(
-        allow_null=True, help_text="Null until solved or out of attempts."
+    solution = serializers.SerializerMethodField(
+        help_text="The worked solution (as an exercise's `solution`), this attempt's first "
+        "wrong step marked; null until solved or out of attempts."
     )
+
+    @extend_schema_field(WORKED_SOLUTION_SCHEMA)
+    def get_solution(self, obj):  # the schema only: results are returned as computed
+        return obj.get("solution")
+
     review = serializers.DictField(
         allow_null=True,
         required=False,

@@ -1,3 +1,4 @@
+# One module on purpose: every write of exercises, with the worked solution and hint a submission returns.
 """Writes of exercises: create a variant, submit an attempt, record a playground prediction.
 
 Attempts. An exercise allows ``max_attempts`` submissions (3 unless its kind says
@@ -28,8 +29,10 @@ from django.db.models import F
 from exercises import predictions, presets
 from exercises.checking import AnswerError, CheckResult, check_answers
 from exercises.kinds import KINDS, VARIANT_SEED_MAX, ParamError, get_kind
+from exercises.kinds.worked import answer_steps, mark_first_wrong
 from exercises.models import Attempt, Exercise, Prediction
 from exercises.playground import PlaygroundError, preset_playground
+from exercises.reviews import lesson_url
 from exercises.selectors import exercise_for_owner
 from exercises.variants import draw_variant
 
@@ -118,11 +121,62 @@ def attempts_summary(exercise: Exercise) -> dict[str, int]:
     }
 
 
-def solution_if_revealed(exercise: Exercise) -> dict[str, Any] | None:
+def solution_if_revealed(
+    exercise: Exercise, result: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The worked solution once the exercise is solved or out of attempts, else None;
+    ``result`` (an attempt's) marks the step where that attempt first went wrong."""
     if exercise.solved or exercise.attempts_used >= exercise.max_attempts:
-        solution: dict[str, Any] = exercise.solution
-        return solution
+        steps, _ = worked_steps(exercise, result)
+        return {**exercise.solution, "steps": steps}
     return None
+
+
+# A stored exercise from before a kind changed may not fit today's recomputation: its
+# worked solution is then its expected answers, one step per part.
+_STEP_ERRORS = (KeyError, ValueError, TypeError, IndexError)
+
+
+def worked_steps(
+    exercise: Exercise, result: Mapping[str, Any] | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The worked solution's steps, the first wrong one of ``result`` marked, and its name."""
+    asks = [dict(a) for a in predictions.numeric_asks(exercise.asks)]
+    kind = KINDS.get(exercise.kind)
+    try:
+        if kind is None:
+            raise KeyError(exercise.kind)
+        steps = kind.worked_steps(exercise.inputs, exercise.solution, asks)
+    except _STEP_ERRORS:
+        steps = answer_steps(asks, exercise.solution)
+    first = (result or {}).get("first_wrong")
+    wrong = ((result or {}).get("parts") or {}).get(first or "", {}).get("wrong_cells", [])
+    return steps, mark_first_wrong(steps, first, wrong)
+
+
+def latest_result(exercise: Exercise) -> dict[str, Any] | None:
+    """The result of the exercise's latest attempt, or None before any."""
+    last = exercise.attempt_set.order_by("-number").first()
+    return last.result if last else None
+
+
+def hint_for(exercise: Exercise, checked: CheckResult) -> str | None:
+    """The hint for the first wrong part (or the first part not right); None when right."""
+    if checked.correct:
+        return None
+    part = checked.first_wrong or next(n for n, p in checked.parts.items() if not p.correct)
+    kind = KINDS.get(exercise.kind)
+    if kind is None:
+        return None
+    return kind.hint(part, exercise.inputs)
+
+
+def with_lesson_links(exercise: Exercise, diagnosis: list[dict[str, Any]]) -> None:
+    """Each diagnosis entry (and each of its ``either``) with ``lesson_url``: the lesson
+    section that teaches it, as the study core resolves it (``exercises.reviews``)."""
+    for entry in diagnosis:
+        for item in [entry, *entry.get("either", [])]:
+            item["lesson_url"] = lesson_url(exercise.pk, item.get("lesson_section"))
 
 
 def exercise_build(
@@ -249,9 +303,12 @@ def _attempt_record(
     # The UPDATE holds the row until commit, so this reads our own increment.
     exercise.refresh_from_db(fields=["attempts_used", "solved", "last_attempt_at"])
     result = checked.as_dict()
+    result["hint"] = hint_for(exercise, checked)
+    with_lesson_links(exercise, result["diagnosis"])
+    _, result["first_wrong_step"] = worked_steps(exercise, result)
     result["attempts"] = attempts_summary(exercise)
     result["solved"] = exercise.solved
-    result["solution"] = solution_if_revealed(exercise)
+    result["solution"] = solution_if_revealed(exercise, result)
     attempt = Attempt.objects.create(
         exercise=exercise,
         number=exercise.attempts_used,

@@ -34,36 +34,6 @@ def token_labels(exercise: Exercise) -> list[str] | None:
     return [str(t) for t in tokens] if isinstance(tokens, list) else None
 
 
-INPUT_ORDER = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "mask", "scale")
-
-
-def input_items(exercise: Exercise) -> list[dict[str, Any]]:
-    """The exercise's inputs for display: matrices, vectors and numbers, in stored order."""
-    items = []
-    stored = exercise.inputs or {}
-    # JSON objects may come back with sorted keys; show the lesson's order first.
-    order = [n for n in INPUT_ORDER if n in stored] + [n for n in stored if n not in INPUT_ORDER]
-    for name in order:
-        value = stored[name]
-        if name == "tokens":
-            continue
-        if (
-            name == "mask"
-            and isinstance(value, list)
-            and not any(any(r) for r in value if isinstance(r, list))
-        ):
-            continue  # an all-open mask says nothing
-        if isinstance(value, bool):
-            items.append({"name": name, "kind": "flag", "value": "yes" if value else "no"})
-        elif isinstance(value, list) and value and isinstance(value[0], list):
-            items.append({"name": name, "kind": "matrix", "value": value})
-        elif isinstance(value, list):
-            items.append({"name": name, "kind": "vector", "value": [value]})
-        else:
-            items.append({"name": name, "kind": "number", "value": value})
-    return items
-
-
 def exercise_context(
     exercise: Exercise,
     *,
@@ -75,7 +45,7 @@ def exercise_context(
     """What ``exercises/_exercise_body.html`` needs: parts with grids, feedback and heat maps."""
     last: Attempt | None = exercise.attempt_set.order_by("-number").first()
     result = last.result if last else None
-    solution = services.solution_if_revealed(exercise)
+    solution = services.solution_if_revealed(exercise, result)
     prediction = _prediction_context(exercise, last, problems, typed)
     parts = [
         _part_context(ask, last, result, solution, typed, problems, invalid)
@@ -90,7 +60,6 @@ def exercise_context(
         # The prediction's question is asked in its own form below the prompt.
         "exercise_prompt": predictions.prompt_without_question(exercise.prompt, exercise.asks),
         "kind": KINDS.get(exercise.kind),
-        "inputs": input_items(exercise),
         "parts": parts,
         "result": None if problems else result,
         "first_wrong_label": part_words(str((result or {}).get("first_wrong") or "")),
@@ -99,6 +68,8 @@ def exercise_context(
         "remaining": remaining,
         "closed": closed is not None,
         "weights_map": weights_map,
+        "steps": _steps_context(solution),
+        "first_wrong_step": (result or {}).get("first_wrong_step") if solution else None,
         "labels": labels,
         "submit_url": submit_url,
         "review_page_url": review_side().review_page_url(),
@@ -144,6 +115,23 @@ def _part_context(
         "solution": solution.get(name) if solution else None,
         "choices": ask.get("choices"),
     }
+
+
+def _steps_context(solution: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The worked solution's steps for the page: a vector as a one-row table."""
+    out = []
+    for s in (solution or {}).get("steps") or []:
+        value = _blocked_as_minus_infinity(s["value"])
+        rows = [value] if len(s["shape"]) == 1 else None
+        out.append({**s, "value": value, "vector_rows": rows})
+    return out
+
+
+def _blocked_as_minus_infinity(value: Any) -> Any:
+    """A step's JSON value with each blocked score (null) as minus infinity, shown "−∞"."""
+    if isinstance(value, list):
+        return [_blocked_as_minus_infinity(v) for v in value]
+    return float("-inf") if value is None else value
 
 
 def _weights_map(

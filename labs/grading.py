@@ -101,12 +101,21 @@ def capped_output(output: Any, limit: int | None = None) -> str:
     return text[:limit] + f"\n… (output cut at {limit:,} characters)"
 
 
+# What a failed test shows beside its message (each only when there is something to show).
+DETAILS = ("expected", "got", "input", "hint", "mistake")
+
+
 def _outcome(test: TestOutcome) -> dict[str, Any]:
-    return {
+    entry: dict[str, Any] = {
         "name": clean_text(test.name),
         "passed": bool(test.passed),
         "message": clean_text(test.message),
     }
+    for field_name in DETAILS:
+        value = getattr(test, field_name)
+        if value and not test.passed:
+            entry[field_name] = clean_text(value)
+    return entry
 
 
 def _failed(reason: str, run: RunResult | None = None) -> Graded:
@@ -149,6 +158,8 @@ def _with_limit(
         if running is not None and test["name"] == running:
             test["passed"] = False
             test["message"] = clean_text(message)
+            for shown in ("expected", "got", "input", "mistake"):  # the call never came back
+                test.pop(shown, None)
             return tests
     return [{"name": LIMITS_TEST, "passed": False, "message": clean_text(message)}, *tests]
 

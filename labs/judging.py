@@ -1,45 +1,79 @@
-"""What the labs' judges share: reading a returned value, comparing it with the engine's,
-saying what differs, and naming the mistake it looks like.
+"""What the labs' judges share: the run's results read one call at a time, the tests and
+their verdict, and the mistakes a failed test may name, in plain words.
 
 Pure: no Django, and never the learner's code: a judge sees only the values the sandbox
-handed back (``RunResult``), which may be anything at all (None, a string, a ragged list,
-NaN, an array of the wrong shape, a huge number). Nothing here raises on such a value:
-each test turns it into a message that names what was expected and what came back.
+handed back (``RunResult``), read and shown by ``labs.values`` (which never raises on
+whatever came). A check that raises still gives a verdict: each test turns what it found
+into a sentence that names what was expected and what came.
 
-Messages follow one pattern: ``expected shape (6, 8), got (8, 6)``; ``entry [1, 0] is
-0.377, expected 0.412``; ``entry [0, 2] is nan, expected 0.5``. A diagnosis is the name
-of a registered mistake (``exercises.checking.mistakes.MISTAKES``, or the labs' own
-``LAB_MISTAKES`` below) followed by its text: ``no_scale: This matches ...``.
+A failed test carries what was expected, what came back and on which input (small
+arrays in full, large ones by shape, dtype and their first entries), and a hint: what to
+compute, from what, over which axis, never the answer. The mistake a failed test looks
+like is a registered code (``exercises.checking.mistakes.MISTAKES`` or ``LAB_MISTAKES``
+below) kept apart from the words: ``TestOutcome.mistake`` and ``Verdict.mistake`` are for
+machines; the learner reads ``Verdict.diagnosis``, the mistake's plain text.
+
+The rules every lab shares live here and in ``labs.values``: the tolerance
+(``labs.values.TOLERANCE``; each lab states it in its prompt), what counts as an array
+(``labs.values.array_problem``: an ``ndarray`` of the right shape and a floating dtype, or
+bool for a mask; a list is not an array), and where LayerNorm's eps may go
+(``layer_norm_forms``: inside the square root or added to the standard deviation).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from exercises.checking.mistakes import MISTAKES
 from labs.spec import Call, RunResult, TestOutcome, Value, Verdict
+from labs.values import (
+    TOLERANCE,
+    Tolerance,
+    array_problem,
+    matches,
+    mismatch,
+    quote,
+    show,
+    show_call,
+)
 
-# Code computes in float64: a right answer agrees with the engine's to rounding, far
-# inside these; a mistake (no scale, the wrong axis) is off by far more.
-RTOL = 1e-6
-ATOL = 1e-8
-# The longest piece of a learner's value or error quoted back.
-QUOTE_CHARS = 120
-# Arrays larger than this are not looked at entry by entry (the labs' are tiny).
-MAX_ENTRIES = 1_000_000
+PASSED = "Passed."
+
+# LayerNorm's eps, and the one rule for where it may go (the layer-norm and block labs).
+LAYER_NORM_EPS = 1e-5
+EPS_RULE = (
+    r"$\varepsilon$ may go inside the square root, $\sqrt{\sigma^2 + \varepsilon}$ (the "
+    r"lesson's form), or be added to the standard deviation, $\sqrt{\sigma^2} + \varepsilon$: "
+    "both are accepted, with any $\\varepsilon$ up to $10^{-5}$."
+)
+
+
+def layer_norm_forms(x: np.ndarray, eps: float = LAYER_NORM_EPS) -> dict[str, np.ndarray]:
+    # (..., d) -> {form: (..., d)}: LayerNorm over the last axis, eps in either accepted place
+    x = np.asarray(x, dtype=np.float64)
+    centred = x - x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True)
+    return {
+        "inside": centred / np.sqrt(var + eps),
+        "outside": centred / (np.sqrt(var) + eps),
+    }
+
 
 # Mistakes the labs name that no exercise kind makes (the registry lives with the kinds,
 # and exercises imports nothing of labs).
 LAB_MISTAKES: dict[str, str] = {
     "softmax_overflow": (
-        "This overflows: exp() of scores near 1000 is infinite, so the weights come out nan. "
-        "Subtract the row max before exp(): the softmax is unchanged and exp() never "
-        "sees a positive number."
+        "This overflows: exp() of a score near 1000 is infinite, and infinity over "
+        "infinity is nan. Subtract each row's maximum before exp(): the softmax is "
+        "unchanged and exp() never sees a positive number."
+    ),
+    "softmax_global_max": (
+        "This subtracts one maximum taken over the whole array. A row whose scores sit "
+        "far below that maximum underflows: every exp() in it is 0, and 0 / 0 is nan. "
+        "Subtract each row's own maximum (over the last axis, keepdims=True)."
     ),
     "softmax_over_everything": (
         "This matches one softmax over the whole array: each row (the last axis) is "
@@ -48,6 +82,24 @@ LAB_MISTAKES: dict[str, str] = {
     "mask_inverted": (
         "This matches the mask inverted: True means blocked, so the keys marked True get "
         "minus infinity and the keys marked False stay open."
+    ),
+    "mask_when_off": (
+        "This matches a causal mask applied when none was asked for: with mask=None (or "
+        "causal=False) every query reads every key."
+    ),
+    "scale_by_d_v": (
+        "This matches dividing the scores by the square root of d_v, the values' width: "
+        "the scale comes from d_k, the width of the queries and keys."
+    ),
+    "scale_fixed": (
+        "This matches the scores divided by one fixed number whatever the width: read d_k "
+        "from the shape of Q (Q.shape[-1]) and divide by its square root."
+    ),
+    "heads_reshaped_without_transpose": (
+        "This matches the heads' outputs, shape (h, n, d_k), reshaped straight to "
+        "(n, h·d_k): that mixes tokens and heads. Move the head axis next to the features "
+        "first (transpose to (n, h, d_k)), then reshape, so each token's row holds its "
+        "heads side by side."
     ),
     "causal_mask_diagonal_blocked": (
         "This blocks the diagonal too: a query may read its own position, so only the "
@@ -62,8 +114,12 @@ LAB_MISTAKES: dict[str, str] = {
         "token's vector over its own features, the last axis."
     ),
     "layer_norm_no_eps": (
-        "A constant vector has variance 0, and dividing by sqrt(0) gives nan: add eps "
-        "inside the square root, sqrt(variance + eps)."
+        "A constant vector has variance 0, and dividing by the square root of 0 gives nan: "
+        "add eps, inside the square root or to the standard deviation."
+    ),
+    "variance_ddof_one": (
+        "This divides by the sample variance (ddof=1, dividing by d - 1): LayerNorm uses "
+        "the population variance of the d features, dividing by d (NumPy's default, ddof=0)."
     ),
     "norm_before_residual": (
         "This adds the input after normalising, x + LayerNorm(out): the post-LN block "
@@ -77,6 +133,10 @@ LAB_MISTAKES: dict[str, str] = {
         "block(residual=False) still adds the input back: without the residual the block "
         "is LayerNorm(MultiHead(X)), with X left out of the sum."
     ),
+    "residual_flag_inverted": (
+        "The residual flag is read the wrong way round: residual=True must add X back, "
+        "LayerNorm(X + MultiHead(X)), and residual=False must leave it out."
+    ),
     "residual_statement_wrong": (
         "The statement chosen does not hold on your block's own outputs: run it with and "
         "without the residual and compare each row's mean and variance, and how well each "
@@ -87,15 +147,34 @@ LAB_MISTAKES: dict[str, str] = {
         "to the token vectors before attention; the block itself never reads positions."
     ),
     "pe_exponent_without_two": (
-        "This divides by 10000^(i/d) instead of 10000^(2i/d): dimension pair i uses the "
-        "angle pos / 10000^(2i/d), so the slowest pair still turns by the time it reaches d."
+        "The 2 is missing from the exponent: this divides pos by 10000 raised to i/d, with "
+        "i the pair's number, where the encoding divides by 10000 raised to 2i/d. With the "
+        "2 the pairs' frequencies fall from 1 to about 1/10000 across the width; without "
+        "it they stop near 1/100, so your slowest pairs turn about a hundred times too fast."
+    ),
+    "pe_table_pasted": (
+        "This returns the same table whatever n and d are asked: compute the positions "
+        "from the n and d passed in (np.arange(n), np.arange(d // 2))."
     ),
     "score_bytes_linear": (
-        "This grows linearly with n: the score matrix has n x n entries, so doubling the "
+        "This grows linearly with n: the score matrix has n × n entries, so doubling the "
         "context quadruples its bytes."
     ),
+    "spread_not_scaled": (
+        "qk_spread's scaled spread equals the raw one: divide each dot product by the "
+        "square root of d_k before taking the standard deviation."
+    ),
+    "spread_divided_by_d_k": (
+        "qk_spread divides the dot products by d_k: dividing by the square root of d_k is "
+        "what brings their spread to about 1."
+    ),
+    "spread_fixed_d_k": (
+        "qk_spread uses one fixed width whatever d_k is asked: draw vectors of the d_k "
+        "passed in and divide by its square root."
+    ),
     "variance_for_sd": (
-        "This is the variance, d_k; the spread asked is the standard deviation, sqrt(d_k)."
+        "This is the variance of the dot products, about d_k; the spread asked is their "
+        "standard deviation, about the square root of d_k."
     ),
 }
 
@@ -107,142 +186,14 @@ def mistake_text(code: str) -> str:
 
 
 def diagnosis(code: str) -> str:
-    """The diagnosis field for a mistake: its name, then what it means."""
-    return f"{code}: {mistake_text(code)}" if code else ""
+    """The diagnosis a learner reads for a mistake: its plain text (the code stays a
+    machine field of its own)."""
+    return mistake_text(code) if code else ""
 
 
-# --- reading a value ----------------------------------------------------------------------
-
-
-def quote(text: str) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 3] + "..."
-
-
-def fmt(x: Any, digits: int = 6) -> str:
-    """One number as a message shows it: 0.412, 1.23e-07, nan, inf."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError, OverflowError):
-        return quote(repr(x))
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    if v == int(v) and abs(v) < 1e15:
-        return str(int(v))
-    return f"{v:.{digits}g}"
-
-
-def describe(value: Value) -> str:
-    """What came back, in a few words: None, a str 'abc', an array of shape (8, 6)."""
-    if value is None:
-        return "None"
-    if isinstance(value, np.ndarray):
-        return f"an array of shape {tuple(value.shape)} ({value.dtype})"
-    if isinstance(value, bool | np.bool_):
-        return f"the bool {bool(value)}"
-    if isinstance(value, int | float | np.integer | np.floating):
-        return f"the number {fmt(value)}"
-    if isinstance(value, str):
-        return f"the str {quote(repr(value))}"
-    if isinstance(value, tuple | list):
-        return f"a {type(value).__name__} of {len(value)} items"
-    return f"a {quote(type(value).__name__)}"
-
-
-def as_array(value: Value, dtype: type = float) -> np.ndarray | None:
-    """A returned value as an ndarray of ``dtype`` (float64 or bool), or None when it is no
-    such array: a string, None, a ragged list, numbers where booleans belong or back."""
-    if value is None or isinstance(value, str | bytes | dict):
-        return None
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError, OverflowError, RecursionError):
-        return None
-    if arr.size > MAX_ENTRIES or arr.dtype.kind not in "biuf":
-        return None
-    if dtype is bool:
-        return arr if arr.dtype.kind == "b" else None
-    if arr.dtype.kind == "b":
-        return None
-    return arr.astype(np.float64)
-
-
-def as_number(value: Value) -> float | None:
-    """A returned scalar (a number, or an array holding exactly one) as a float, or None."""
-    if isinstance(value, bool | np.bool_):
-        return None
-    arr = as_array(value)
-    if arr is None or arr.size != 1:
-        return None
-    return float(arr.reshape(()))
-
-
-def _index(idx: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
-
-
-def mismatch(
-    expected: np.ndarray, value: Value, rtol: float = RTOL, atol: float = ATOL
-) -> str | None:
-    """None when ``value`` is ``expected`` within ``atol + rtol * |expected|`` entry by
-    entry (NaN where NaN is expected), else what differs: the type, the shape, the first
-    wrong entry with both values, and how many entries are wrong."""
-    expected = np.asarray(expected)
-    boolean = expected.dtype == np.bool_
-    kind = "a bool array" if boolean else "an array"
-    got = as_array(value, bool if boolean else float)
-    if got is None:
-        return f"expected {kind} of shape {expected.shape}, got {describe(value)}"
-    if got.shape != expected.shape:
-        if not isinstance(value, np.ndarray):
-            return f"expected {kind} of shape {expected.shape}, got {describe(value)}"
-        return f"expected shape {expected.shape}, got {got.shape}"
-    if boolean:
-        wrong = got != expected
-    else:
-        with np.errstate(invalid="ignore", over="ignore"):
-            close = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
-        wrong = ~close
-    if not wrong.any():
-        return None
-    first = tuple(np.argwhere(wrong)[0]) if wrong.ndim else ()
-    g, e = got[first], expected[first]
-    if boolean:
-        shown, wanted = str(bool(g)), str(bool(e))
-    else:
-        digits = 6 if fmt(g) != fmt(e) else 12  # enough digits to show the difference
-        shown, wanted = fmt(g, digits), fmt(e, digits)
-    where = f"entry {_index(first)}" if first else "the value"
-    count = int(wrong.sum())
-    more = f" ({count} of {wrong.size} entries wrong)" if count > 1 else ""
-    return f"{where} is {shown}, expected {wanted}{more}"
-
-
-def matches(expected: np.ndarray | None, value: Value, rtol: float = RTOL) -> bool:
-    return expected is not None and mismatch(expected, value, rtol=rtol) is None
-
-
-def first_match(value: Value, variants: Mapping[str, np.ndarray | None]) -> str:
-    """The first mistake whose output ``value`` is (in the mapping's order), or ""."""
-    for code, expected in variants.items():
-        if matches(expected, value):
-            return code
-    return ""
-
-
-def non_finite(value: Value) -> str | None:
-    """'entry [0, 1] is nan' when a returned array holds nan or inf, else None."""
-    arr = as_array(value)
-    if arr is None or arr.size == 0:
-        return None
-    bad = ~np.isfinite(arr)
-    if not bad.any():
-        return None
-    first = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
-    where = f"entry {_index(first)}" if first else "the value"
-    return f"{where} is {fmt(arr[first])}"
+def mistake_codes() -> frozenset[str]:
+    """Every code a lab may name: none of them may show in what a learner reads."""
+    return frozenset(MISTAKES) | frozenset(LAB_MISTAKES)
 
 
 # --- the run's results, one call at a time ---------------------------------------------------
@@ -250,6 +201,18 @@ def non_finite(value: Value) -> str | None:
 
 class CallProblem(Exception):
     """A call gave no value to judge: it raised, or it did not run."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed test in full: the sentence, and what to show beside it. Empty fields are
+    filled by the test (its hint) or left out."""
+
+    message: str
+    expected: str = ""
+    got: str = ""
+    input: str = ""
+    hint: str = ""
 
 
 @dataclass(frozen=True)
@@ -268,9 +231,9 @@ class Results:
         function = self.calls[key].function
         returned = self.run.returned.get(key) if isinstance(self.run.returned, Mapping) else None
         if returned is None:
-            raise CallProblem(f"{function}() was not called: the run stopped before it")
+            raise CallProblem(f"{function}() was not called: the run stopped before it.")
         if returned.error:
-            raise CallProblem(f"{function}() raised {quote(returned.error)}")
+            raise CallProblem(f"{function}() raised {quote(returned.error)}.")
         return returned.value
 
     def get(self, key: str) -> Value:
@@ -280,29 +243,75 @@ class Results:
         except CallProblem:
             return None
 
+    def compare(
+        self,
+        key: str,
+        expected: np.ndarray,
+        tol: Tolerance = TOLERANCE,
+        accepted: Sequence[np.ndarray] = (),
+    ) -> Failure | None:
+        """None when call ``key`` returned ``expected`` (or one of ``accepted``, other
+        right forms) within ``tol``, else the failure with both values and the input."""
+        value = self.value(key)
+        if (
+            any(matches(each, value, tol) for each in accepted)
+            and array_problem(value, np.shape(expected), np.asarray(expected).dtype == np.bool_)
+            is None
+        ):
+            return None
+        problem = mismatch(expected, value, tol)
+        if problem is None:
+            return None
+        return Failure(problem, show(np.asarray(expected)), show(value), show_call(self.call(key)))
 
-Check = Callable[[Results], str | None]
+
+Check = Callable[[Results], "str | Failure | None"]
+Diagnose = Callable[[Results], str]
 
 
 @dataclass(frozen=True)
 class LabTest:
-    """One named test: ``check`` returns None on a pass, else the message."""
+    """One named test: ``check`` returns None on a pass, else the message or a
+    ``Failure``; ``hint`` says what to compute after a failure; ``diagnose`` names the
+    mistake this test's own values look like ("" when none)."""
 
     name: str
     check: Check
-    ok: str = "ok"
+    hint: str = ""
+    diagnose: Diagnose | None = None
+    ok: str = PASSED
 
 
 def run_problem(run: RunResult) -> str | None:
     """Why no call's value counts: the sandbox failed, a limit was broken, the code did not
     load; None when the calls ran."""
     if run.failure:
-        return f"the code could not be run: {quote(run.failure)}"
+        return f"The code could not be run: {quote(run.failure)}"
     if run.limit:
-        return quote(run.limit_message or f"stopped: the {run.limit} limit was reached")
+        return quote(run.limit_message or f"Stopped: the {run.limit} limit was reached.")
     if run.load_error:
-        return f"the code did not load: {quote(run.load_error)}"
+        return f"The code did not load: {quote(run.load_error)}"
     return None
+
+
+def _sentence(text: str) -> str:
+    """A message ends as a sentence does (one that starts with a function's name keeps it
+    as the code spells it)."""
+    text = text.strip()
+    if not text:
+        return text
+    return text if text[-1] in ".!?…" else text + "."
+
+
+def _diagnosed(diagnose: Diagnose | None, results: Results) -> str:
+    if diagnose is None:
+        return ""
+    try:
+        with np.errstate(all="ignore"):
+            code = diagnose(results)
+    except Exception:  # a diagnosis is a hint: without one the tests still stand
+        return ""
+    return code if code in mistake_codes() else ""
 
 
 def _outcome(test: LabTest, results: Results) -> TestOutcome:
@@ -312,33 +321,45 @@ def _outcome(test: LabTest, results: Results) -> TestOutcome:
     except CallProblem as exc:
         problem = str(exc)
     except Exception as exc:  # a value no check foresaw must still give a verdict
-        problem = f"the value returned could not be judged ({quote(type(exc).__name__)})"
+        problem = f"The value returned could not be judged ({quote(type(exc).__name__)})."
     if problem is None:
         return TestOutcome(test.name, True, test.ok)
-    return TestOutcome(test.name, False, problem)
+    failure = problem if isinstance(problem, Failure) else Failure(str(problem))
+    return TestOutcome(
+        test.name,
+        False,
+        _sentence(failure.message),
+        expected=failure.expected,
+        got=failure.got,
+        input=failure.input,
+        hint=failure.hint or test.hint,
+        mistake=_diagnosed(test.diagnose, results),
+    )
 
 
 def judge(
     tests: Sequence[LabTest],
     calls: Sequence[Call],
     run: RunResult,
-    diagnose: Callable[[Results], str] | None = None,
+    diagnose: Diagnose | None = None,
 ) -> Verdict:
-    """Every test in order, then the mistake the values look like (only when a test failed).
+    """Every test in order, then the mistake: the first failed test's own diagnosis, else
+    what the lab's ``diagnose`` finds over all the values (only when a test failed).
 
     A run that failed, broke a limit or did not load fails every test with that reason:
     values from a run cut short are not graded.
     """
     stopped = run_problem(run)
     if stopped is not None:
-        return Verdict(tuple(TestOutcome(t.name, False, stopped) for t in tests))
+        return Verdict(tuple(TestOutcome(t.name, False, stopped, hint=t.hint) for t in tests))
     results = Results({c.key: c for c in calls}, run)
     outcomes = tuple(_outcome(t, results) for t in tests)
-    code = ""
-    if diagnose is not None and not all(o.passed for o in outcomes):
-        try:
-            with np.errstate(all="ignore"):
-                code = diagnose(results)
-        except Exception:  # a diagnosis is a hint: without one the tests still stand
-            code = ""
-    return Verdict(outcomes, diagnosis(code))
+    if all(o.passed for o in outcomes):
+        return Verdict(outcomes)
+    code = next((o.mistake for o in outcomes if o.mistake), "")
+    if not code and (code := _diagnosed(diagnose, results)):
+        first = next(i for i, o in enumerate(outcomes) if not o.passed)
+        outcomes = tuple(
+            replace(o, mistake=code) if i == first else o for i, o in enumerate(outcomes)
+        )
+    return Verdict(outcomes, diagnosis(code), code)

@@ -1,3 +1,5 @@
+# One module on purpose: the sandbox binds this one file beside NumPy alone and runs it with
+# python -I (its own directory off sys.path), so the codec and the run cannot be split.
 """The script that runs inside the sandbox: load the learner's code, make the calls.
 
 Started by ``labs.sandbox.run`` as ``python -I -S -B runner.py RESULT_FD PROCESSES``
@@ -66,11 +68,48 @@ MAX_ITEMS = 64  # items of one tuple or list
 MAX_NDIM = 8
 MAX_ELEMENTS = 1_000_000  # of one array
 MAX_INT_DIGITS = 40
-DTYPES = {"float64": "<f8", "bool": "|b1"}
+MAX_FOREIGN_CHARS = 120  # of the repr of a value that may not cross, quoted back
+# Arrays cross in their own dtype, so a judge can tell float32 from float64 and an int
+# mask from a bool one: names as NumPy spells them, and the bytes' layout.
+DTYPES = {
+    "float64": "<f8",
+    "float32": "<f4",
+    "float16": "<f2",
+    "int64": "<i8",
+    "int32": "<i4",
+    "int16": "<i2",
+    "int8": "|i1",
+    "uint64": "<u8",
+    "uint32": "<u4",
+    "uint16": "<u2",
+    "uint8": "|u1",
+    "bool": "|b1",
+}
 
 
 class EncodingError(ValueError):
     """A value that may not cross the boundary, in words for the learner."""
+
+
+class Foreign:
+    """What a call returned that may not cross (a str, a dict, a complex array...), named
+    so the judge can say "returned str, expected ndarray": ``kind`` is its type's name,
+    ``text`` a short quote of it or why it may not cross."""
+
+    __slots__ = ("kind", "text")
+
+    def __init__(self, kind: str, text: str = "") -> None:
+        self.kind = str(kind)[:MAX_FOREIGN_CHARS]
+        self.text = str(text)[:MAX_FOREIGN_CHARS]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Foreign) and (self.kind, self.text) == (other.kind, other.text)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.text))
+
+    def __repr__(self) -> str:
+        return f"Foreign({self.kind!r}, {self.text!r})"
 
 
 # --- the codec, used on both sides -------------------------------------------------
@@ -106,6 +145,25 @@ def encode(value: Any, *, depth: int = 0) -> Any:
     )
 
 
+def encode_returned(value: Any) -> Any:
+    """A returned value as ``encode`` makes it, or, when it may not cross, a ``foreign``
+    entry naming its type: a str or a dict is what the learner's function returned,
+    not an error it raised."""
+    try:
+        return encode(value)
+    except EncodingError as exc:
+        kind = type(value).__name__
+        try:
+            import numpy as np
+
+            if isinstance(value, np.ndarray):
+                kind = "ndarray"
+            text = repr(value) if isinstance(value, str | bytes) else str(exc)
+        except Exception:  # a repr the learner wrote may raise: the type name is enough
+            text = str(exc)
+        return {"t": "foreign", "type": kind[:MAX_FOREIGN_CHARS], "text": text[:MAX_FOREIGN_CHARS]}
+
+
 def _checked_int(number: int) -> int:
     if len(str(abs(number))) > MAX_INT_DIGITS:
         raise EncodingError(f"an int with more than {MAX_INT_DIGITS} digits")
@@ -115,20 +173,18 @@ def _checked_int(number: int) -> int:
 def _encode_array(value: Any) -> dict[str, Any]:
     import numpy as np
 
-    if value.dtype == np.bool_:
-        array = np.ascontiguousarray(value, dtype="|b1")
-    elif np.issubdtype(value.dtype, np.integer) or np.issubdtype(value.dtype, np.floating):
-        array = np.ascontiguousarray(value, dtype="<f8")
-    else:
+    name = value.dtype.name
+    if name not in DTYPES:
         raise EncodingError(f"an array of dtype {value.dtype}; expected numbers or bools")
-    if array.ndim > MAX_NDIM or array.size > MAX_ELEMENTS:
+    if value.ndim > MAX_NDIM or value.size > MAX_ELEMENTS:
         raise EncodingError(
-            f"an array of shape {array.shape}; at most {MAX_NDIM} dimensions"
+            f"an array of shape {value.shape}; at most {MAX_NDIM} dimensions"
             f" and {MAX_ELEMENTS:,} elements"
         )
+    array = np.ascontiguousarray(value, dtype=DTYPES[name])
     return {
         "t": "array",
-        "dtype": "bool" if array.dtype == np.bool_ else "float64",
+        "dtype": name,
         "shape": list(array.shape),
         "data": base64.b64encode(array.tobytes()).decode("ascii"),
     }
@@ -191,7 +247,16 @@ def _decode_array(data: dict[str, Any], depth: int) -> Any:
     if len(buffer) != math.prod(shape) * np.dtype(DTYPES[dtype]).itemsize:
         raise EncodingError("an array's data does not match its shape")
     array = np.frombuffer(buffer, dtype=DTYPES[dtype]).reshape(shape)
-    return array.astype(np.float64 if dtype == "float64" else np.bool_)  # a writable copy
+    return array.astype(np.dtype(dtype))  # native byte order, and a writable copy
+
+
+def _decode_foreign(data: dict[str, Any], depth: int) -> Foreign:
+    kind, text = data["type"], data["text"]
+    if not isinstance(kind, str) or not isinstance(text, str):
+        raise EncodingError("a foreign value is malformed")
+    if len(kind) > MAX_FOREIGN_CHARS or len(text) > MAX_FOREIGN_CHARS:
+        raise EncodingError("a foreign value is too long")
+    return Foreign(kind, text)
 
 
 def _decode_items(data: dict[str, Any], depth: int) -> tuple[Any, ...] | list[Any]:
@@ -210,6 +275,7 @@ _DECODERS: dict[str, tuple[Callable[[dict[str, Any], int], Any], frozenset[str]]
     "array": (_decode_array, frozenset({"t", "dtype", "shape", "data"})),
     "tuple": (_decode_items, frozenset({"t", "items"})),
     "list": (_decode_items, frozenset({"t", "items"})),
+    "foreign": (_decode_foreign, frozenset({"t", "type", "text"})),
 }
 
 
@@ -326,9 +392,7 @@ def _call(namespace: dict[str, Any], call: dict[str, Any], channel: Channel) -> 
     try:
         args = [decode(arg) for arg in call["args"]]
         kwargs = {name: decode(arg) for name, arg in call["kwargs"].items()}
-        encoded = encode(function(*args, **kwargs))
-    except EncodingError as exc:
-        channel.emit(event="returned", key=key, error=f"TypeError: returned {exc}")
+        encoded = encode_returned(function(*args, **kwargs))
     except BaseException as exc:
         if channel.stopped(exc, key):
             return False

@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from . import results
 from .models import Submission
 from .services import code_problem
 from .spec import Lab
@@ -66,19 +67,38 @@ class SubmissionQueuedSerializer(serializers.ModelSerializer):
 class TestResultSerializer(serializers.Serializer):
     name = serializers.CharField()
     passed = serializers.BooleanField()
-    message = serializers.CharField(help_text="What was expected and what came back.")
+    message = serializers.CharField(
+        help_text='A sentence: what was expected and what came back ("Passed." on a pass).'
+    )
+    expected = serializers.CharField(
+        help_text="After a failure, what was expected: a small array whole, a large one "
+        "by its shape, dtype and first entries; empty on a pass."
+    )
+    got = serializers.CharField(help_text="After a failure, what came back, shown the same way.")
+    input = serializers.CharField(help_text="After a failure, the input of the call that failed.")
+    hint = serializers.CharField(
+        help_text="After a failure, what to compute, from what, over which axis (never the answer)."
+    )
+    mistake = serializers.CharField(
+        allow_null=True,
+        help_text="The registered mistake this test's values look like, as a code for "
+        "machines (never shown to learners), or null.",
+    )
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
     passed = serializers.BooleanField(
         allow_null=True, help_text="True exactly when every test passed; null until done."
     )
-    tests = TestResultSerializer(many=True)
-    diagnosis = serializers.CharField(
+    tests = serializers.SerializerMethodField()
+    diagnosis = serializers.SerializerMethodField(
         help_text=(
-            "For a done submission, the mistake its results look like (or empty); for a "
-            "failed one, why the sandbox could not run it."
+            "For a done submission, what the mistake its results look like means, in "
+            "words (or empty); for a failed one, why the sandbox could not run it."
         )
+    )
+    mistake = serializers.SerializerMethodField(
+        help_text="The registered mistake's code, for machines (the words are in diagnosis), or null."
     )
     output = serializers.CharField(help_text="What the code printed (stdout and stderr), capped.")
     duration_ms = serializers.IntegerField(allow_null=True)
@@ -92,8 +112,21 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "passed",
             "tests",
             "diagnosis",
+            "mistake",
             "output",
             "duration_ms",
             "created_at",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(TestResultSerializer(many=True))
+    def get_tests(self, obj: Submission) -> list[dict[str, Any]]:
+        return results.tests(obj)
+
+    @extend_schema_field({"type": "string"})
+    def get_diagnosis(self, obj: Submission) -> str:
+        return results.diagnosis(obj)
+
+    @extend_schema_field({"type": "string", "nullable": True})
+    def get_mistake(self, obj: Submission) -> str | None:
+        return results.mistake(obj)

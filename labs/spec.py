@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
-# What a call's argument or a returned value may be: an ndarray (float64 or bool), a
-# float, an int, a bool, None, or a tuple/list of those (one level deep is enough for
-# ``(raw, scaled)`` pairs). Nothing else crosses the sandbox boundary.
+# What a call's argument or a returned value may be: an ndarray (a call's arguments are
+# float64 or bool; a returned array keeps its numeric or bool dtype), a float, an int, a
+# bool, None, or a tuple/list of those (one level deep is enough for ``(raw, scaled)``
+# pairs). A returned value of any other type crosses as ``labs.runner.Foreign``, its type
+# named, so a judge can say "returned str, expected ndarray".
 Value = Any
 
 
@@ -76,15 +78,26 @@ class RunResult:
 
 @dataclass(frozen=True)
 class TestOutcome:
+    """One test's result. ``message`` is a sentence for the learner; after a failure
+    ``expected``, ``got`` and ``input`` show the values (small ones whole, large ones
+    summarised), ``hint`` says what to compute, and ``mistake`` is the registered code the
+    values look like: a machine field, never shown as words."""
+
     name: str
     passed: bool
-    message: str  # what was expected and what came back, or "ok" wording on a pass
+    message: str
+    expected: str = ""
+    got: str = ""
+    input: str = ""
+    hint: str = ""
+    mistake: str = ""
 
 
 @dataclass(frozen=True)
 class Verdict:
     tests: tuple[TestOutcome, ...]
-    diagnosis: str = ""  # the registered mistake the output looks like, by name; or ""
+    diagnosis: str = ""  # what the mistake means, in plain words; or ""
+    mistake: str = ""  # the registered mistake's code, for machines; or ""
 
     @property
     def passed(self) -> bool:

@@ -19,7 +19,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
-from labs import availability, reviews, selectors, services
+from labs import availability, results, reviews, selectors, services
 from labs.forms import SubmissionForm
 from labs.models import Submission
 from labs.selectors import LabProgress, lab_progress
@@ -107,8 +107,8 @@ def result_context(submission: Submission | None) -> dict[str, Any] | None:
     """What ``labs/_result.html`` shows of one submission."""
     if submission is None:
         return None
-    tests = [t for t in (submission.tests or []) if isinstance(t, dict)]
-    failing = sum(1 for t in tests if not t.get("passed"))
+    tests = results.tests(submission)
+    failing = sum(1 for t in tests if not t["passed"])
     status = submission.status
     if status == Submission.Status.QUEUED:
         state, headline = "pending", "Queued: waiting for the sandbox to run your code."
@@ -136,6 +136,7 @@ def result_context(submission: Submission | None) -> dict[str, Any] | None:
         "pending": status in PENDING,
         "headline": headline,
         "tests": tests,
+        "diagnosis": results.diagnosis(submission),
         "output": output[:OUTPUT_SHOWN],
         "output_cut": len(output) > OUTPUT_SHOWN,
         "duration_s": None if submission.duration_ms is None else submission.duration_ms / 1000,

@@ -12,6 +12,7 @@ from django.core.cache import cache
 from django.db import InterfaceError, OperationalError, connection
 from django.db.models import Max, Min
 from django.http import JsonResponse
+from django.middleware.security import SecurityMiddleware
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -152,16 +153,20 @@ class HealthCheckMiddleware:
     """Answers /healthz and /readyz before host checks and the HTTPS redirect.
 
     Probes come from the container runtime or a load balancer over plain HTTP, with
-    whatever Host header they use; the answers hold no data worth protecting.
+    whatever Host header they use; the answers hold no data worth protecting. They still
+    carry the headers every other answer does (``nosniff``, the referrer policy, HSTS to
+    a request that came over HTTPS in production): Django's ``SecurityMiddleware``
+    writes them here as it does further in.
     """
 
     def __init__(self, get_response):
         self.get_response = get_response
+        self.security = SecurityMiddleware(get_response)
 
     def __call__(self, request):
         if request.method == "GET":
             if request.path_info == "/healthz":
-                return healthz(request)
+                return self.security.process_response(request, healthz(request))
             if request.path_info == "/readyz":
-                return readyz(request)
+                return self.security.process_response(request, readyz(request))
         return self.get_response(request)

@@ -1,20 +1,24 @@
 """Guards in front of every view: request limits, bounded errors, and a database outage.
 
-- A query string holding NUL is a 400 (PostgreSQL cannot store the character).
-- A Content-Type naming a charset other than UTF-8, UTF-16, UTF-32, US-ASCII or Latin-1
-  is a 415 before a byte is decoded, on the API and the pages alike
-  (``studyapp.common.charsets``).
-- A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413; JSON nested deeper than
-  ``STUDY_JSON_MAX_DEPTH`` is a 400, before any parser recurses into it. The depth
-  is found in time linear in the body (``studyapp.common.jsonscan``) for every
-  content type the view's parsers would read as JSON (``*/*``, ``application/*``,
-  charsets, any case), as DRF's own content negotiation picks the parser. The guard
+- A query string holding NUL is a 400 (PostgreSQL cannot store it). A Content-Type
+  naming a charset other than UTF-8, UTF-16, UTF-32, US-ASCII or Latin-1 is a 415
+  before a byte is decoded, on the API and the pages alike (``studyapp.common.charsets``).
+- A body over its path's limit is a 413 (``studyapp.request_bounds``: a few KiB on the
+  log-in paths); JSON nested deeper than ``STUDY_JSON_MAX_DEPTH`` or holding more
+  elements than its path allows is a 400 before any parser reads it. Both are found in
+  one scan linear in the body (``studyapp.common.jsonscan``) for every content type the
+  view's parsers would read as JSON (``*/*``, ``application/*``, charsets, any case),
+  as DRF's own content negotiation picks the parser. The guard
   reads the body's code units in its charset without decoding it; the parser decodes
   it once, with the codec the guard chose (a byte order mark dropped).
+- A body answered unread (a refusal, a 401) is read to its end first, or nginx, still
+  sending it, sees a reset and answers 502; a log-in that finds every hashing of the
+  process taken is a 503 with ``Retry-After`` (``studyapp.hashing``).
 - Error answers (4xx JSON) longer than ``STUDY_MAX_ERROR_BYTES`` are cut down to
   their first fields and messages.
-- The attention playground computes at most ``STUDY_PLAYGROUND_CONCURRENCY``
-  requests at once per process, and hands freed memory back to the system after.
+- The playground computes at most ``STUDY_PLAYGROUND_SLOTS`` requests at once in the
+  service (a 503 before the body is read) and ``STUDY_PLAYGROUND_CONCURRENCY`` per
+  process, and hands freed memory back to the system after.
 - A database that does not answer is a 503 with ``Retry-After``, not a 500; so is one
   that did not answer within its timeouts, and a write that kept losing to others.
 
@@ -48,11 +52,19 @@ from django.http import HttpResponse, JsonResponse
 from studyapp import json_body
 from studyapp.common import charsets, db_breaker
 from studyapp.common.db import database_fault, query_deadline
-from studyapp.common.jsonscan import json_depth
+from studyapp.common.jsonscan import json_depth as json_depth  # re-exported: tests use it
+from studyapp.common.jsonscan import json_shape
+from studyapp.hashing import BUSY_DETAIL, RETRY_AFTER_SECONDS, HashingBusy
+from studyapp.request_bounds import (
+    PLAYGROUND_PATH,
+    body_limit,
+    drain_body,
+    element_limit,
+    playground_slot,
+)
 
 logger = logging.getLogger(__name__)
 
-PLAYGROUND_PATH = "/api/v1/attention/"
 DB_RETRY_AFTER_SECONDS = 30
 DB_TIMEOUT_RETRY_AFTER_SECONDS = 5
 DB_CONFLICT_RETRY_AFTER_SECONDS = 1
@@ -157,6 +169,7 @@ class RequestGuardMiddleware:
             response = self._playground(request)
         else:
             response = self._refuse(request) or self.get_response(request)
+        drain_body(request)
         return self._bound(response)
 
     def _refuse(self, request) -> HttpResponse | None:
@@ -171,7 +184,7 @@ class RequestGuardMiddleware:
         refused = charsets.refusal(request.content_params)
         if refused is not None:
             return _error(request, 415, refused)
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = body_limit(request.path)
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -194,29 +207,40 @@ class RequestGuardMiddleware:
             units = json_body.code_units(request)  # the parser alone decodes the body
         except json_body.NotText as exc:
             return _error(request, 400, str(exc))
-        depth = json_depth(units)
-        if depth > settings.STUDY_JSON_MAX_DEPTH:
+        shape = json_shape(units)
+        if shape.depth > settings.STUDY_JSON_MAX_DEPTH:
             return _error(
                 request,
                 400,
-                f"JSON parse error: arrays and objects nest {depth} levels deep; at most "
-                f"{settings.STUDY_JSON_MAX_DEPTH} are accepted.",
+                f"JSON parse error: arrays and objects nest {shape.depth} levels deep; at "
+                f"most {settings.STUDY_JSON_MAX_DEPTH} are accepted.",
             )
+        most = element_limit(request.path)
+        if shape.elements > most:
+            return _error(
+                request,
+                400,
+                f"JSON parse error: the body holds {shape.elements:,} values, keys and "
+                f"separators; at most {most:,} are accepted here.",
+            )
+        request.json_shape = shape  # what the parser will meet (the playground's cost)
+        return None
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, HashingBusy):
+            return _error(request, 503, BUSY_DETAIL, retry_after=RETRY_AFTER_SECONDS)
         return None
 
     def _playground(self, request):
-        slots = _slots()
-        if not slots.acquire(timeout=settings.STUDY_PLAYGROUND_WAIT_SECONDS):
-            return _error(
-                request,
-                503,
-                "The playground is busy with other requests; try again in a few seconds.",
-                retry_after=2,
-            )
-        try:
-            response = self._refuse(request) or self.get_response(request)
-        finally:
-            slots.release()
+        busy = "The playground is busy with other requests; try again in a few seconds."
+        with playground_slot() as free:
+            slots = _slots()
+            if not free or not slots.acquire(timeout=settings.STUDY_PLAYGROUND_WAIT_SECONDS):
+                return _error(request, 503, busy, retry_after=2)
+            try:
+                response = self._refuse(request) or self.get_response(request)
+            finally:
+                slots.release()
         if len(getattr(request, "_body", b"") or b"") > LARGE_BODY_BYTES:
             request._body = b""
             _release_memory()

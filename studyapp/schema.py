@@ -11,6 +11,8 @@ still lets them through, ignored. A string field that refuses the NUL character 
 ``CharField`` does, as PostgreSQL cannot store it; so does a lab's code) carries the
 pattern ``NUL_PATTERN``; a field with a format, a pattern or an enum of its own already
 excludes it. ``tests/test_schema_strictness.py`` holds both to what the server answers.
+
+``studyapp.schema_view`` serves the schema, built once per process.
 """
 
 from django.core.validators import ProhibitNullCharactersValidator

@@ -235,6 +235,12 @@ STUDY_IDEMPOTENCY_TTL_HOURS = 24
 STUDY_EXERCISE_TTL_DAYS = 7
 # A card failed this many times (net of undos) is a leech for that learner.
 STUDY_LEECH_LAPSES = int(os.environ.get("STUDY_LEECH_LAPSES", "8"))
+# The recall the memory figures hold each ladder rung against (stats/memory/, docs/memory.md).
+STUDY_TARGET_RETENTION = float(os.environ.get("STUDY_TARGET_RETENTION", "0.9"))
+if not 0.5 <= STUDY_TARGET_RETENTION <= 0.99:
+    raise ImproperlyConfigured(
+        f"STUDY_TARGET_RETENTION={STUDY_TARGET_RETENTION!r}: give a recall from 0.5 to 0.99"
+    )
 
 # --- Labs (docs/labs.md) -----------------------------------------------------------
 # The limits of one run of a learner's code in the sandbox (labs.grading.lab_limits);
@@ -368,6 +374,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "cards.tasks.housekeeping",
         "schedule": crontab(minute=17, hour="*"),
     },
+    # Fits each learner's FSRS parameters from their review log (cards.services.memory),
+    # fanned out in chunks of learners; requests only read what it stores.
+    "refresh-memory-parameters": {
+        "task": "cards.tasks.refresh_memory_parameters",
+        "schedule": crontab(minute=41, hour=3, day_of_week="sun"),
+    },
     # Runs on the labs worker (the labs queue): whether it can start a sandbox, kept in
     # the cache for web processes that cannot start one themselves (labs.availability).
     "report-lab-sandbox": {
@@ -419,6 +431,9 @@ STUDY_THROTTLE_DEFAULTS = {
     "exercise_create": "120/minute",  # per learner
     "exercise_submit": "120/minute",  # per learner
     "playground": "60/minute",  # per learner
+    # per learner, in cost units, not requests (exercises.playground.playground_cost: about
+    # a microsecond of CPU each; the largest request costs about 560,000)
+    "playground_cost": "2000000/minute",
     "lab_submit": "10/minute",  # per learner: each submission runs code in the sandbox
     "user": "1200/minute",  # per learner, every other authenticated request
 }
@@ -460,6 +475,24 @@ SILENCED_SYSTEM_CHECKS = ["axes.W006"]
 # A maximum request peaks at about 125 MB of Python objects (a 6 MB body in, 13 MB out).
 STUDY_PLAYGROUND_CONCURRENCY = int(os.environ.get("STUDY_PLAYGROUND_CONCURRENCY", "1"))
 STUDY_PLAYGROUND_WAIT_SECONDS = float(os.environ.get("STUDY_PLAYGROUND_WAIT_SECONDS", "5"))
+# Playground computations at once in the whole service (counted in the cache, so across
+# every worker and container with Redis); one more is a 503 with Retry-After at once. Keep
+# it below the web workers, so that one is always free for everyone else.
+STUDY_PLAYGROUND_SLOTS = int(os.environ.get("STUDY_PLAYGROUND_SLOTS", "1"))
+# Password hashings (240-250 ms of CPU each) run at once per web process; more wait for
+# one in turn, up to STUDY_HASH_WAITING of them, and the next is a 503 with Retry-After
+# (studyapp.hashing; nginx paces the log-in paths in front: docs/security.md).
+STUDY_HASH_CONCURRENCY = int(os.environ.get("STUDY_HASH_CONCURRENCY", "1"))
+STUDY_HASH_WAITING = int(os.environ.get("STUDY_HASH_WAITING", "2"))
+# Django's list with its PBKDF2 hasher (the one that writes new hashes) replaced by the
+# same algorithm behind that bound: stored hashes are read as before.
+PASSWORD_HASHERS = [
+    "studyapp.hashing.QueuedPBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
 
 # --- Request limits ---------------------------------------------------------------
 # The largest request body accepted. The largest playground request the contract
@@ -467,6 +500,14 @@ STUDY_PLAYGROUND_WAIT_SECONDS = float(os.environ.get("STUDY_PLAYGROUND_WAIT_SECO
 # 256 x 256 mask, is about 6.2 MB as Python's json writes it (Q, K, V alone: 4.3 MB).
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("STUDY_MAX_BODY_BYTES", str(8 * 1024 * 1024)))
 STUDY_JSON_MAX_DEPTH = 32
+# Values, keys and separators a JSON body may hold (studyapp.common.jsonscan.json_shape):
+# what its parser's time grows with. No body but the playground's needs more than a few
+# hundred; the playground's largest, five 256 x 256 matrices, holds 329,000.
+STUDY_JSON_MAX_ELEMENTS = int(os.environ.get("STUDY_JSON_MAX_ELEMENTS", "20000"))
+STUDY_PLAYGROUND_MAX_ELEMENTS = 6 * 256 * 256
+# The log-in, sign-up and password paths take a few fields: a larger body is a 413, in
+# nginx (its location's client_max_body_size) and here (docs/security.md, "Cost bounds").
+STUDY_AUTH_MAX_BODY_BYTES = int(os.environ.get("STUDY_AUTH_MAX_BODY_BYTES", "4096"))
 # An error answer larger than this is cut down to its first fields and messages.
 STUDY_MAX_ERROR_BYTES = 64 * 1024
 

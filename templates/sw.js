@@ -31,6 +31,8 @@ const LOGOUT = "{{ logout_url }}";
 const LEARNER_HEADER = "{{ learner_header }}";
 const LEARNER_COOKIE = "{{ learner_cookie }}";
 const NOBODY = "{{ nobody }}";
+const REVIEW = "{{ review_url }}";
+const LOGIN = "{% url 'login' %}";
 
 function passesThrough(url) {
   return NEVER.some((prefix) => url.pathname.startsWith(prefix));
@@ -165,7 +167,9 @@ async function networkFirst(request) {
   } catch (error) {
     const kept = await keptPage(request);
     if (kept) return offlineCopy(kept);
-    return offlinePage();
+    // Offer the kept review page only when there is one for the learner signed in now:
+    // signed out, its link would lead back here.
+    return offlinePage(Boolean(await keptPage(new Request(REVIEW))));
   }
   await learnFrom(request, response);
   return response;
@@ -183,8 +187,13 @@ async function offlineCopy(response) {
   });
 }
 
-function offlinePage() {
+function offlinePage(reviewKept) {
   const stylesheet = STATIC_FILES.find((url) => url.endsWith(".css")) || "";
+  const next = reviewKept
+    ? '<p><a href="' + REVIEW + '">Go on reviewing offline</a></p>'
+    : "<p>Nothing is kept on this device for offline use: you signed out, or have not " +
+      "reviewed here yet. Once you are back online, " +
+      '<a href="' + LOGIN + "?next=" + encodeURIComponent(REVIEW) + '">log in</a> to review.</p>';
   const body =
     '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width, initial-scale=1">' +
@@ -192,7 +201,8 @@ function offlinePage() {
     (stylesheet ? '<link rel="stylesheet" href="' + stylesheet + '">' : "") +
     '</head><body><main id="main"><h1>You are offline</h1>' +
     "<p>This page has not been opened on this device yet, so it cannot be shown without a connection.</p>" +
-    '<p><a href="{{ review_url }}">Go on reviewing offline</a></p></main></body></html>';
+    next +
+    "</main></body></html>";
   return new Response(body, {
     status: 503,
     headers: { "Content-Type": "text/html; charset=utf-8" },

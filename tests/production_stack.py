@@ -34,6 +34,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE_TEMPLATE = ROOT / "deploy" / "nginx" / "default.conf.template"
+MAIN_CONFIG = ROOT / "deploy" / "nginx" / "nginx.conf"
 COMPOSE = ROOT / "docker-compose.yml"
 BIN = Path(sys.executable).parent
 DEMO_PASSWORD = "stack-demo-pass-4821"
@@ -64,18 +65,27 @@ def render_site(values: Mapping[str, str]) -> str:
 
 
 def main_config(site: str, prefix: Path) -> str:
-    """What the image's /etc/nginx/nginx.conf puts around conf.d, in a prefix of its own."""
+    """deploy/nginx/nginx.conf (what compose mounts over the image's own) around the site,
+    in a prefix of its own: its pid, logs and temporary files there, one worker process,
+    no user to switch to (the image's ``nginx`` is not on this machine)."""
     temp_paths = "\n".join(
         f"    {name}_temp_path {prefix / name};"
         for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     )
-    return (
-        f"worker_processes 1;\npid {prefix / 'nginx.pid'};\n"
-        f"error_log {prefix / 'error.log'} warn;\n"
-        "events {\n    worker_connections 2048;\n}\n"
-        "http {\n    default_type application/octet-stream;\n    access_log off;\n"
-        f"{temp_paths}\n{site}\n}}\n"
-    )
+    text = MAIN_CONFIG.read_text()
+    for pattern, replacement in (
+        (r"^user .*;\n", ""),
+        (r"^worker_processes .*;", "worker_processes 1;"),
+        (r"^pid .*;", f"pid {prefix / 'nginx.pid'};"),
+        (r"^error_log .*;", f"error_log {prefix / 'error.log'} warn;"),
+        (r"^\s*include /etc/nginx/mime.types;\n", ""),
+        (r"^\s*access_log .*;", f"    access_log off;\n{temp_paths}"),
+    ):
+        text, count = re.subn(pattern, replacement, text, flags=re.MULTILINE)
+        assert count == 1, f"{MAIN_CONFIG.name} has no line {pattern!r}"
+    include = "    include /etc/nginx/conf.d/*.conf;"
+    assert include in text, f"{MAIN_CONFIG.name} does not include conf.d"
+    return text.replace(include, site)
 
 
 def gunicorn_command(bind: str) -> list[str]:
@@ -285,6 +295,8 @@ def site_values(upstream: str, port: int, **overrides: str) -> dict[str, str]:
         "STUDY_MAX_BODY_BYTES": os.environ.get("STUDY_MAX_BODY_BYTES", str(8 * 1024 * 1024)),
         "STUDY_PROXY_TRUST_FORWARDED": "off",
         "STUDY_PROXY_CONN_PER_CLIENT": "64",
+        "STUDY_AUTH_MAX_BODY_BYTES": os.environ.get("STUDY_AUTH_MAX_BODY_BYTES", "4096"),
+        "STUDY_PROXY_LOGINS_PER_MINUTE": "30",
         **overrides,
     }
 

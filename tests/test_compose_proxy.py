@@ -37,11 +37,16 @@ def test_only_the_proxy_publishes_a_port_and_gunicorn_listens_inside(compose):
 def test_the_proxy_fills_the_template_in_the_repository_from_its_environment(compose):
     proxy = compose["services"]["proxy"]
     assert proxy["image"].startswith("nginx:")
-    (volume,) = proxy["volumes"]
-    source, target, mode = volume.split(":")
-    assert (ROOT / source).resolve() == production_stack.SITE_TEMPLATE and mode == "ro"
-    # The image's entrypoint fills /etc/nginx/templates/*.template into conf.d.
-    assert target == "/etc/nginx/templates/default.conf.template"
+    mounts = {
+        (ROOT / source).resolve(): (target, mode)
+        for source, target, mode in (volume.split(":") for volume in proxy["volumes"])
+    }
+    # The image's entrypoint fills /etc/nginx/templates/*.template into conf.d, included
+    # by the main file, which replaces the image's own.
+    assert mounts == {
+        production_stack.SITE_TEMPLATE: ("/etc/nginx/templates/default.conf.template", "ro"),
+        production_stack.MAIN_CONFIG: ("/etc/nginx/nginx.conf", "ro"),
+    }
     env = proxy["environment"]
     names = production_stack.template_names()
     assert names and names <= set(env)

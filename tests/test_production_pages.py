@@ -128,6 +128,8 @@ def objects(learner, staff):
         "email-confirm": {"token": "not-a-token"},
         "dashboard-enroll": {"slug": deck.slug},
         "dashboard-unenroll": {"slug": deck.slug},
+        "dashboard-learn-more": {"slug": deck.slug},
+        "deck-lesson": {"slug": deck.slug},
         "exercise-page-submit": {"pk": exercise.pk},
         "exercise-page": {"pk": exercise.pk},
         "card-notes": {"pk": card.pk},

@@ -72,6 +72,8 @@ def bodies(card: Card) -> list[tuple[str, str, str, str, dict]]:
         ("put", "/api/v1/cards/{id}/", card_url, "staff_api", full_card),
         ("post", "/api/v1/reports/", "/api/v1/reports/", "api", {"card": card.pk, "text": "t"}),
         ("patch", "/api/v1/me/", "/api/v1/me/", "api", {"timezone": "Europe/Berlin"}),
+        ("post", "/api/v1/decks/{slug}/learn-more/", "/api/v1/decks/attention/learn-more/",
+         "api", {"count": 1}),
     ]  # fmt: skip
 
 
@@ -85,7 +87,7 @@ def test_the_strict_bodies_are_the_ones_probed(world):
     } <= strict_operations()
 
 
-@pytest.mark.parametrize("index", range(9))
+@pytest.mark.parametrize("index", range(10))
 def test_an_unknown_field_gets_the_answer_the_schema_predicts(request, world, index):
     method, path, url, client_name, body = bodies(world)[index]
     client = request.getfixturevalue(client_name)

@@ -20,9 +20,15 @@ from rest_framework.views import APIView
 
 from studyapp.common.ids import parse_id
 
-from .. import anki, selectors, services
+from .. import anki, lesson, selectors, services
 from ..models import Card, Deck, Tag
-from ..serializers import CardSerializer, DeckSerializer, EnrollResultSerializer
+from ..serializers import (
+    CardSerializer,
+    DeckSerializer,
+    EnrollResultSerializer,
+    LearnMoreSerializer,
+    LessonSerializer,
+)
 from .common import DETAIL
 
 
@@ -55,13 +61,45 @@ class DeckViewSet(viewsets.ReadOnlyModelViewSet):
             services.unenroll(learner=request.user, deck=deck)
             return Response(status=status.HTTP_204_NO_CONTENT)
         result = services.enroll(learner=request.user, deck=deck, at=timezone.now())
-        return Response(
-            {
-                "deck": deck.slug,
-                "scheduled": result.scheduled,
-                "first_due_on": result.first_due_on,
-            }
-        )
+        return Response(EnrollResultSerializer(_placed(result)).data)
+
+    @extend_schema(
+        tags=["decks"],
+        request=LearnMoreSerializer,
+        responses={200: EnrollResultSerializer, 400: DETAIL, 404: DETAIL},
+        summary="Learn more today: place the next waiting cards of the deck, due today",
+        description=(
+            "Places the next `count` waiting cards of the deck (default: your "
+            "`new_cards_per_day`, or 20 when that is 0) at step 0, due today, beyond the "
+            "day's pace. You must be enrolled in the deck (400 otherwise). `scheduled` counts "
+            "the cards placed (0 when none wait)."
+        ),
+        methods=["POST"],
+    )
+    @action(detail=True, methods=["post"], url_path="learn-more")
+    def learn_more(self, request, slug=None):
+        deck = self.get_object()
+        body = LearnMoreSerializer(data=request.data if request.data is not None else {})
+        body.is_valid(raise_exception=True)
+        try:
+            result = services.learn_more(
+                learner=request.user,
+                deck=deck,
+                at=timezone.now(),
+                count=body.validated_data.get("count"),
+            )
+        except services.NotEnrolled as exc:
+            raise ValidationError({"deck": [str(exc)]}) from exc
+        return Response(EnrollResultSerializer(_placed(result)).data)
+
+
+def _placed(result: services.EnrollResult) -> dict:
+    return {
+        "deck": result.deck.slug,
+        "scheduled": result.scheduled,
+        "waiting": result.waiting,
+        "first_due_on": result.first_due_on,
+    }
 
 
 class IsStaffOrReadOnly(permissions.BasePermission):
@@ -138,3 +176,39 @@ class DeckApkgView(APIView):
         response = HttpResponse(anki.deck_apkg_cached(deck=deck), content_type="application/apkg")
         response["Content-Disposition"] = f'attachment; filename="{deck.slug}.apkg"'
         return response
+
+
+class DeckLessonView(APIView):
+    @extend_schema(
+        tags=["decks"],
+        responses={200: LessonSerializer, 404: DETAIL},
+        summary="The deck's lesson: its sections in order, each with what practises it",
+        description=(
+            "Open to every learner, enrolled or not. Each section's `body` is Markdown with "
+            "math, like the cards; `practice` lists the deck's active cards whose "
+            "`lesson_section` is the section's key, and through them the exercise kinds, "
+            "playground presets and labs. A deck without a lesson answers no sections."
+        ),
+    )
+    def get(self, request, slug: str):
+        deck = Deck.objects.filter(slug=slug).first()
+        if deck is None:
+            raise NotFound("No such deck.")
+        found = lesson.deck_lesson(deck=deck)
+        return Response(
+            LessonSerializer(
+                {
+                    "deck": deck.slug,
+                    "title": found.title,
+                    "sections": [
+                        {
+                            "key": section.key,
+                            "title": section.title,
+                            "body": section.body,
+                            "practice": section.practice.as_json(),
+                        }
+                        for section in found.sections
+                    ],
+                }
+            ).data
+        )

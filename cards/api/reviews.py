@@ -29,6 +29,7 @@ from ..serializers import (
     StatsSerializer,
 )
 from ..services import reviews as review_services
+from ..services.memory import page_retrievability
 from .common import DETAIL, NOT_SCHEDULED, NOT_SCHEDULED_DETAIL, int_param
 
 IDEMPOTENCY_KEY_RE = re.compile(r"^[!-~]{1,255}$")
@@ -69,7 +70,12 @@ class DueView(APIView):
         rows = due.due_page(
             learner=request.user, today=today, offset=offset, limit=limit, count=paginator.count
         )
-        results = due_items(rows, exercises=_bound_exercises(request, rows, today))
+        recall = page_retrievability(
+            learner=request.user, card_ids=[row["card_id"] for row in rows], today=today
+        )
+        results = due_items(
+            rows, exercises=_bound_exercises(request, rows, today), retrievability=recall
+        )
         return Response(
             {
                 "today": today,

@@ -1,5 +1,5 @@
 """Placing new cards in one statement: the ``INSERT ... SELECT`` of the placement beat
-job, and the small derived table of groups that it and the reminder pass join.
+job (the pace), and the small derived table of groups that it and the reminder pass join.
 
 The rules (who needs a state, and the first due date of each group) are in
 ``cards.services.scheduling``; this module holds their SQL, the same on PostgreSQL
@@ -36,26 +36,53 @@ def groups_table(
 
 
 def placement_sql(table: str, *, bounded: bool, one_deck: bool) -> str:
-    """The ``INSERT ... SELECT`` placing the missing states of one range of learners.
+    """The ``INSERT ... SELECT`` of the pace: one range of learners' next waiting cards.
 
-    The unique index on ``(learner_id, card_id)`` is the only existence check: ``ON
-    CONFLICT DO NOTHING`` probes it for every candidate row before inserting, whatever
-    the statistics say. A ``NOT EXISTS`` would be planned from them, and a review-state
-    table that looks empty (a new deployment, right after a VACUUM) turns it into a
-    sequential scan per candidate row, quadratic in the rows the statement inserts.
+    For each learner of the range whose group row ``g`` (time zone, day start) names a
+    study day ``g.day`` on which they reviewed and whose allowance for that day is not
+    spent, the first ``new_cards_per_day`` less ``placed on g.day`` of their waiting
+    cards, in line order (decks as enrolled, then deck order: ``cards.services.pace``),
+    start at step 0, due ``g.due_on``, placed on ``g.day``. A learner whose allowance is
+    spent is filtered out before any of their cards is read, so the runs after a day's
+    placement cost one index probe per learner.
+
+    ``ON CONFLICT DO NOTHING`` on ``(learner_id, card_id)`` keeps a state from being
+    placed twice when an enrolment or a "learn more" races the statement: both take the
+    same line in the same order.
     """
     # The range on the profile too: the planner does not carry it across the join.
-    upper = "AND e.learner_id <= %s AND p.user_id <= %s" if bounded else ""
+    upper = "AND p.user_id <= %s AND e.learner_id <= %s" if bounded else ""
     deck_filter = "AND e.deck_id = %s" if one_deck else ""
+    placed = (
+        "(SELECT COUNT(*) FROM cards_reviewstate x"
+        " WHERE x.learner_id = p.user_id AND x.placed_on = g.day)"
+    )
     return f"""
         INSERT INTO cards_reviewstate
-            (learner_id, card_id, step, due_on, last_reviewed_at, created_at, updated_at)
-        SELECT e.learner_id, c.id, 0, g.due_on, NULL, %s, %s
-        FROM cards_enrollment e
-        JOIN cards_card c ON c.deck_id = e.deck_id AND c.is_active = %s
-        JOIN cards_learnerprofile p ON p.user_id = e.learner_id
-        JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
-        WHERE e.learner_id > %s AND p.user_id > %s {upper} {deck_filter}
+            (learner_id, card_id, step, due_on, placed_on, last_reviewed_at,
+             created_at, updated_at)
+        SELECT learner_id, card_id, 0, due_on, day, NULL, %s, %s
+        FROM (
+            SELECT e.learner_id AS learner_id, c.id AS card_id, g.due_on AS due_on,
+                   g.day AS day, p.new_cards_per_day - {placed} AS quota,
+                   ROW_NUMBER() OVER (
+                       PARTITION BY e.learner_id
+                       ORDER BY e.created_at, e.id, c.position, c.id
+                   ) AS rn
+            FROM cards_learnerprofile p
+            JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
+            JOIN cards_reviewday d
+                ON d.learner_id = p.user_id AND d.study_day = g.day AND d.reviews > 0
+            JOIN cards_enrollment e ON e.learner_id = p.user_id
+            JOIN cards_card c ON c.deck_id = e.deck_id AND c.is_active = %s
+            WHERE p.user_id > %s AND e.learner_id > %s {upper} {deck_filter}
+              AND p.new_cards_per_day > {placed}
+              AND NOT EXISTS (
+                  SELECT 1 FROM cards_reviewstate s
+                  WHERE s.learner_id = e.learner_id AND s.card_id = c.id
+              )
+        ) ranked
+        WHERE rn <= quota
         ON CONFLICT (learner_id, card_id) DO NOTHING
     """
 

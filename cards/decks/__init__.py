@@ -4,8 +4,9 @@ A deck file is YAML or JSON with the same structure::
 
     {format: 1,
      deck: {slug, title, description},
+     lesson: {title, sections: [{key, title, body}]},          # optional
      cards: [{key, kind, prompt, answer, tags: [...], exercise: {kind, params} | null,
-              active: true}]}
+              lesson_section: key | null, active: true}]}
 
 ``format`` reads and writes the text, ``validate`` checks a document against the
 card rules shared with the API and the admin (``cards.rules``), ``importing``

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cards.models import Card, Deck
+from cards.models import Card, Deck, LessonSection
 
 from .format import FORMAT_VERSION
 from .validate import derived_key
@@ -11,6 +11,7 @@ from .validate import derived_key
 def deck_export(*, deck: Deck) -> dict:
     """The deck as a format-1 document; importing it reproduces the deck.
 
+    The lesson, when the deck has one, comes before the cards, its sections in order.
     Cards come in deck order (position, then id). A card made without a key (in the
     admin or the API) is written with one derived from its prompt; importing the
     document back adopts that card and stores the key.
@@ -36,9 +37,28 @@ def deck_export(*, deck: Deck) -> dict:
             entry["lab"] = card.lab
         if card.points:
             entry["points"] = list(card.points)
+        if card.lesson_section is not None:
+            entry["lesson_section"] = card.lesson_section
         entries.append(entry)
-    return {
+    document: dict = {
         "format": FORMAT_VERSION,
         "deck": {"slug": deck.slug, "title": deck.title, "description": deck.description},
-        "cards": entries,
     }
+    lesson = _lesson(deck)
+    if lesson is not None:
+        document["lesson"] = lesson
+    document["cards"] = entries
+    return document
+
+
+def _lesson(deck: Deck) -> dict | None:
+    """The deck's lesson as the file writes it; None for a deck without one."""
+    sections = [
+        {"key": section.key, "title": section.title, "body": section.body}
+        for section in LessonSection.objects.filter(deck=deck).order_by("position", "id")
+    ]
+    if not sections and not deck.lesson_title:
+        return None
+    lesson: dict = {"title": deck.lesson_title} if deck.lesson_title else {}
+    lesson["sections"] = sections
+    return lesson

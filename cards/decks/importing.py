@@ -2,7 +2,8 @@
 
 Cards are matched on re-import by ``key`` (a slug, unique within the deck), so
 editing a card's text updates that card in place and never touches anyone's
-ReviewState. A card's position in the deck is its index in ``cards``.
+ReviewState. A card's position in the deck is its index in ``cards``. The lesson's
+sections are matched by key the same way, and ordered as the file lists them.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from cards.models import Card, Deck, Enrollment, Tag
+from cards.models import Card, Deck, Enrollment, LessonSection, Tag
 from cards.services.scheduling import enqueue_schedule_new_cards, sync_scheduled
 
 from .format import deck_load, is_source
+from .lesson import LessonSpec
 from .validate import CardSpec, DeckSpec, deck_validate
 
 # Cards are planned and written in chunks: bounded memory per statement, and a
@@ -32,6 +34,7 @@ CARD_FIELDS = (
     "exercise",
     "lab",
     "points",
+    "lesson_section",
     "position",
     "is_active",
     "generation_error",
@@ -50,6 +53,8 @@ class ImportReport:
     # "enqueued": new cards are handed to the placement task once the import commits
     # (the periodic schedule_new_cards job is the backstop); "": nothing to place.
     scheduling: str = ""
+    # The lesson's sections: (created, updated, deleted).
+    sections: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def total(self) -> int:
@@ -58,9 +63,13 @@ class ImportReport:
     def summary(self) -> str:
         head = "Dry run, nothing saved. " if self.dry_run else ""
         deck = f"deck {self.deck!r}" + (" (new)" if self.deck_created else "")
+        lesson = ""
+        if any(self.sections):
+            made, changed, deleted = self.sections
+            lesson = f"; lesson sections: {made} created, {changed} updated, {deleted} deleted"
         return (
             f"{head}{deck}: {self.created} created, {self.updated} updated, "
-            f"{self.unchanged} unchanged, {self.deactivated} deactivated"
+            f"{self.unchanged} unchanged, {self.deactivated} deactivated{lesson}"
         )
 
 
@@ -104,6 +113,7 @@ def deck_import(
 
     with transaction.atomic():
         deck, deck_created = _deck_for(spec)
+        sections = _sync_lesson(deck, spec.lesson, now)
         plan = _Plan.of(deck, now)
         tag_ids = _ensure_tags({tag for card in spec.cards for tag in card.tags})
         offset = 0
@@ -135,18 +145,63 @@ def deck_import(
         deactivated=deactivated,
         dry_run=dry_run,
         scheduling="" if dry_run else scheduling,
+        sections=sections,
     )
 
 
 def _deck_for(spec: DeckSpec) -> tuple[Deck, bool]:
-    """The deck by slug, locked for the import; its title and description as the file says."""
+    """The deck by slug, locked for the import; its title, description and lesson title as
+    the file says."""
+    lesson_title = spec.lesson.title if spec.lesson is not None else ""
+    wanted = (spec.title, spec.description, lesson_title)
     deck, created = Deck.objects.select_for_update().get_or_create(
-        slug=spec.slug, defaults={"title": spec.title, "description": spec.description}
+        slug=spec.slug,
+        defaults={
+            "title": spec.title,
+            "description": spec.description,
+            "lesson_title": lesson_title,
+        },
     )
-    if not created and (deck.title, deck.description) != (spec.title, spec.description):
-        deck.title, deck.description = spec.title, spec.description
-        deck.save(update_fields=["title", "description", "updated_at"])
+    if not created and (deck.title, deck.description, deck.lesson_title) != wanted:
+        deck.title, deck.description, deck.lesson_title = wanted
+        deck.save(update_fields=["title", "description", "lesson_title", "updated_at"])
     return deck, created
+
+
+def _sync_lesson(deck: Deck, lesson: LessonSpec | None, now: dt.datetime) -> tuple[int, int, int]:
+    """Make the deck's sections those of the file, matched by key, in the file's order:
+    ``(created, updated, deleted)``. A file without a lesson leaves the deck without one.
+
+    Runs before the cards are planned: a card the file does not list loses a section
+    that is gone; the file's own cards name sections it has (``deck_validate``)."""
+    specs = lesson.sections if lesson is not None else ()
+    existing = {section.key: section for section in LessonSection.objects.filter(deck=deck)}
+    wanted = {spec.key for spec in specs}
+    stale = [section.pk for key, section in existing.items() if key not in wanted]
+    if stale:
+        LessonSection.objects.filter(pk__in=stale).delete()
+    new, changed = [], []
+    for position, spec in enumerate(specs):
+        section = existing.get(spec.key)
+        values = {"title": spec.title, "body": spec.body, "position": position}
+        if section is None:
+            new.append(LessonSection(deck=deck, key=spec.key, **values))
+        elif any(getattr(section, name) != value for name, value in values.items()):
+            for name, value in values.items():
+                setattr(section, name, value)
+            changed.append(section)
+    LessonSection.objects.bulk_update(changed, ["title", "body", "position"])
+    LessonSection.objects.bulk_create(new)
+    _unlink_lost_sections(deck, lesson, now)
+    return len(new), len(changed), len(stale)
+
+
+def _unlink_lost_sections(deck: Deck, lesson: LessonSpec | None, now: dt.datetime) -> None:
+    """Cards the file does not list keep their section only while the lesson has it."""
+    keys = lesson.keys if lesson is not None else []
+    Card.objects.filter(deck=deck, lesson_section__isnull=False).exclude(
+        lesson_section__in=keys
+    ).update(lesson_section=None, updated_at=now)
 
 
 @dataclass
@@ -217,6 +272,7 @@ class _Plan:
                 "exercise": spec.exercise,
                 "lab": spec.lab,
                 "points": list(spec.points),
+                "lesson_section": spec.lesson_section,
                 "position": position,
                 "is_active": spec.active,
                 # The file passed the card rules, so a generation failure recorded

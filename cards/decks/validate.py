@@ -14,17 +14,25 @@ from typing import Any
 
 from django.utils.text import slugify
 from rest_framework import serializers
-from rest_framework.fields import empty
-from rest_framework.settings import api_settings
 
 from cards import rules
-from cards.models import Deck
 
-from .format import FORMAT_VERSION, DeckFileError
-
-DECK_SLUG_MAX: int = Deck._meta.get_field("slug").max_length or 80
-TITLE_MAX = Deck._meta.get_field("title").max_length
-NON_FIELD = api_settings.NON_FIELD_ERRORS_KEY
+from .fields import (
+    DECK_SLUG_MAX,
+    _AsGiven,
+    _CardList,
+    _Description,
+    _file_message,
+    _Flag,
+    _flatten,
+    _FormatVersion,
+    _Slug,
+    _Strict,
+    _TagList,
+    _Title,
+)
+from .format import DeckFileError
+from .lesson import LessonSpec, lesson_validate
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ class CardSpec:
     key_given: bool
     lab: str | None = None
     points: tuple[str, ...] = ()
+    lesson_section: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,157 +56,7 @@ class DeckSpec:
     title: str
     description: str
     cards: list[CardSpec]
-
-
-def _file_message(message: str) -> str:
-    """A rule's sentence as a deck-file message: lower-case start, no closing full stop."""
-    message = str(message).removesuffix(".")
-    if len(message) > 1 and message[0].isupper() and not message[1].isupper():
-        message = message[0].lower() + message[1:]
-    return message
-
-
-# --- Fields: each takes the value at its YAML/JSON type and says what it expected ------
-
-
-class _Checked(serializers.Field):
-    """A field that checks the value at its YAML/JSON type; a missing required value is null.
-
-    DRF's own "This field is required." would not say what was expected, so a missing
-    or null value goes to ``to_internal_value`` like any other.
-    """
-
-    def validate_empty_values(self, data):
-        if data is empty and not self.required:
-            return super().validate_empty_values(data)  # the default, or left out
-        return False, (None if data is empty else data)
-
-    def to_representation(self, value):
-        return value
-
-
-class _AsGiven(_Checked):
-    """The value as the file gives it; the serializer's ``validate`` applies the rules."""
-
-    def __init__(self, **kwargs):
-        kwargs.setdefault("required", False)
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data):
-        return data
-
-
-class _Slug(_Checked):
-    def __init__(self, max_length: int, what: str = "a slug", **kwargs):
-        self.max_length, self.what = max_length, what
-        super().__init__(**kwargs)
-
-    def expected(self) -> str:
-        return f"expected {self.what} (letters, digits, '-', '_'; at most {self.max_length})"
-
-    def to_internal_value(self, data):
-        if not rules.is_slug(data, self.max_length):
-            raise serializers.ValidationError(f"{self.expected()}, got {data!r}")
-        return data
-
-
-class _TagList(_Checked):
-    def to_internal_value(self, data):
-        if data is None:
-            return []
-        if not isinstance(data, list):
-            raise serializers.ValidationError(
-                f"expected a list of tag slugs, got {rules.type_name(data)}"
-            )
-        errors = {
-            index: [f"expected a slug of at most {rules.TAG_MAX} characters, got {tag!r}"]
-            for index, tag in enumerate(data)
-            if not rules.is_slug(tag, rules.TAG_MAX)
-        }
-        if errors:
-            raise serializers.ValidationError(errors)
-        return list(dict.fromkeys(data))
-
-
-class _Flag(_Checked):
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            raise serializers.ValidationError(f"expected true or false, got {data!r}")
-        return data
-
-
-class _Title(_Checked):
-    def to_internal_value(self, data):
-        if not isinstance(data, str) or not data.strip() or len(data) > TITLE_MAX:
-            raise serializers.ValidationError(
-                f"expected text of 1 to {TITLE_MAX} characters, got {data!r}"
-            )
-        _refuse_nul(data)
-        return data.strip()
-
-
-class _Description(_Checked):
-    def to_internal_value(self, data):
-        if data is None:
-            return ""
-        if not isinstance(data, str) or len(data) > rules.MAX_TEXT_CHARS:
-            raise serializers.ValidationError(
-                f"expected text of at most {rules.MAX_TEXT_CHARS} characters, "
-                f"got {rules.type_name(data)}"
-            )
-        _refuse_nul(data)
-        return data
-
-
-class _CardList(_Checked):
-    """The entries are checked one by one (``CardEntrySerializer``), so each is named."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, list):
-            raise serializers.ValidationError(f"expected a list, got {rules.type_name(data)}")
-        return data
-
-
-class _FormatVersion(_Checked):
-    def to_internal_value(self, data):
-        if data != FORMAT_VERSION or isinstance(data, bool):
-            raise serializers.ValidationError(f"expected {FORMAT_VERSION}, got {data!r}")
-        return data
-
-
-def _refuse_nul(text: str) -> None:
-    # PostgreSQL text cannot hold NUL; left alone it fails the import with a database error.
-    if "\x00" in text:
-        raise serializers.ValidationError("contains a NUL character (\\x00); remove it")
-
-
-# --- Serializers -------------------------------------------------------------------------
-
-
-class _Strict(serializers.Serializer):
-    """A mapping with exactly the declared fields: anything else is named, not dropped."""
-
-    expected = "a mapping"
-
-    def validate_empty_values(self, data):
-        return False, (None if data is empty else data)
-
-    def to_internal_value(self, data):
-        if not isinstance(data, Mapping):
-            raise serializers.ValidationError(
-                {NON_FIELD: [f"expected {self.expected}, got {rules.type_name(data)}"]}
-            )
-        errors: dict = {}
-        value: dict = {}
-        try:
-            value = super().to_internal_value(data)
-        except serializers.ValidationError as exc:
-            errors = dict(exc.detail)
-        for name in sorted(set(data) - set(self.fields), key=str):
-            errors[str(name)] = ["unknown field"]
-        if errors:
-            raise serializers.ValidationError(errors)
-        return value
+    lesson: LessonSpec | None = None
 
 
 class DeckInfoSerializer(_Strict):
@@ -211,6 +70,7 @@ class DeckFileSerializer(_Strict):
     expected = "a mapping with format, deck and cards"
     format = _FormatVersion()
     deck = DeckInfoSerializer()
+    lesson = _AsGiven(default=None)  # checked by .lesson, section by section
     cards = _CardList()
 
 
@@ -225,6 +85,7 @@ class CardEntrySerializer(_Strict):
     exercise = _AsGiven(default=None)
     lab = _AsGiven(default=None)
     points = _AsGiven(default=list)
+    lesson_section = _AsGiven(default=None)
     active = _Flag(required=False, default=True)
 
     def validate(self, attrs):
@@ -254,23 +115,6 @@ class CardEntrySerializer(_Strict):
                 "params": dict(exercise.get("params") or {}),
             }
         return attrs
-
-
-def _flatten(detail: Any, path: str) -> list[str]:
-    """DRF's nested error detail as ``path: message`` lines."""
-    if isinstance(detail, Mapping):
-        lines: list[str] = []
-        for name, sub in detail.items():
-            if name == NON_FIELD:
-                lines += _flatten(sub, path)
-            elif isinstance(name, int):
-                lines += _flatten(sub, f"{path}[{name}]")
-            else:
-                lines += _flatten(sub, f"{path}.{name}" if path else str(name))
-        return lines
-    if isinstance(detail, list):
-        return [line for item in detail for line in _flatten(item, path)]
-    return [f"{path}: {_file_message(detail)}" if path else _file_message(detail)]
 
 
 def derived_key(prompt: str, taken: set[str]) -> str:
@@ -319,7 +163,7 @@ def _formulas_to_check(index: int, entry: Any) -> list[tuple[int, str, str]]:
 
 
 def _card_specs(
-    entries: list, by_entry: dict[int, list[str]], *, taken: set[str]
+    entries: list, by_entry: dict[int, list[str]], *, taken: set[str], sections: set[str]
 ) -> list[CardSpec]:
     """The entries that pass as ``CardSpec``; the others' errors go to ``by_entry``."""
     cards: list[CardSpec] = []
@@ -331,6 +175,13 @@ def _card_specs(
             values = entry_serializer.run_validation(entry)
         except serializers.ValidationError as exc:
             by_entry.setdefault(index, []).extend(_flatten(exc.detail, f"cards[{index}]"))
+        else:
+            for message in rules.lesson_section_problems(
+                values["lesson_section"], sorted(sections)
+            ).get("lesson_section", []):
+                by_entry.setdefault(index, []).append(
+                    f"cards[{index}].lesson_section: {_file_message(message)}"
+                )
         if index in by_entry:
             continue
         key = values.get("key") or ""
@@ -349,6 +200,7 @@ def _card_specs(
                 key_given=bool(values.get("key")),
                 lab=values["lab"],
                 points=tuple(rules.clean_points(values["points"])),
+                lesson_section=values["lesson_section"],
             )
         )
     return cards
@@ -371,8 +223,10 @@ def deck_validate(
     raw_cards = data.get("cards")
     entries: list[Any] = raw_cards if isinstance(raw_cards, list) else []
 
+    lesson, lesson_errors, section_keys = lesson_validate(data.get("lesson"))
+    errors += lesson_errors
     seen_keys, by_entry = _explicit_keys(entries)
-    cards = _card_specs(entries, by_entry, taken=set(seen_keys))
+    cards = _card_specs(entries, by_entry, taken=set(seen_keys), sections=section_keys)
     formulas = [
         item for index, entry in enumerate(entries) for item in _formulas_to_check(index, entry)
     ]
@@ -393,5 +247,9 @@ def deck_validate(
     if errors:
         raise DeckFileError(errors)
     return DeckSpec(
-        slug=slug, title=deck["title"], description=deck.get("description", ""), cards=cards
+        slug=slug,
+        title=deck["title"],
+        description=deck.get("description", ""),
+        cards=cards,
+        lesson=lesson,
     )

@@ -3,7 +3,7 @@
 from .accounts import profile_update, register, timezone_names, validate_timezone
 from .cards import card_create, card_update, cards_set_active
 from .controls import card_bury, card_resume, card_suspend
-from .enrollment import EnrollResult, enroll, unenroll
+from .enrollment import EnrollResult, NotEnrolled, enroll, learn_more, unenroll
 from .errors import (
     ExerciseCardReview,
     IdempotencyConflict,
@@ -43,6 +43,7 @@ __all__ = [
     "IdempotencyConflict",
     "LabCardReview",
     "NotDue",
+    "NotEnrolled",
     "NotScheduled",
     "PauseRefused",
     "Replay",
@@ -66,6 +67,7 @@ __all__ = [
     "idempotency_begin",
     "idempotency_finish",
     "latest_undoable",
+    "learn_more",
     "pause_begin",
     "pause_finish",
     "profile_update",

@@ -25,11 +25,18 @@ from rest_framework.authtoken.models import Token
 from .. import selectors
 from ..models import LearnerProfile
 from . import privacy
-from .profiles import profile_ensure
+from .profiles import profile_ensure, validate_pace_and_theme
 
 logger = logging.getLogger(__name__)
 
-PROFILE_FIELDS = ("timezone", "day_starts_at", "reminders", "reminder_hour")
+PROFILE_FIELDS = (
+    "timezone",
+    "day_starts_at",
+    "reminders",
+    "reminder_hour",
+    "new_cards_per_day",
+    "theme",
+)
 EMAIL_CONFIRM_SALT = "cards.email-confirm"
 EMAIL_CONFIRM_MAX_AGE = 3 * 24 * 3600
 
@@ -149,6 +156,7 @@ def _profile_fields_validate(fields: dict[str, Any]) -> None:
             _validate_hour(field, fields[field])
     if "reminders" in fields and not isinstance(fields["reminders"], bool):
         raise ValidationError({"reminders": ["Expected true or false."]})
+    validate_pace_and_theme(fields)
 
 
 # --- Tokens and passwords ------------------------------------------------------------

@@ -1,9 +1,11 @@
-"""Placing new cards on learners' ladders, set-based, for the beat job.
+"""Placing new cards on learners' ladders, set-based, for the beat job: the pace.
 
-A card needs placing when its learner is enrolled in its deck, it is active, and
-the learner has no review state for it: cards added after enrolment, and cards
-re-activated that were never placed. Existing states are never touched, so a
-re-activated card that was once scheduled keeps its progress.
+A card *waits* when its learner is enrolled in its deck, it is active, and the learner
+has no review state for it: cards not yet reached by the pace, cards added after
+enrolment, and cards re-activated that were never placed. On each study day on which
+a learner reviewed, the job places up to their ``new_cards_per_day`` of them, in line
+order (:mod:`cards.services.pace` states the rule). Existing states are never touched,
+so a re-activated card that was once scheduled keeps its progress.
 
 Each learner's first due date depends on their own study day (time zone and day
 start). Learners share a handful of distinct ``(timezone, day_starts_at)`` pairs,
@@ -43,7 +45,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_CHUNK_SIZE = 500
 # Rows aimed at per statement when decks are small: fewer, larger statements.
 ROWS_PER_STATEMENT = 50_000
-# Rows of the derived table of groups per statement (three parameters each).
+# Rows of the derived table of groups per statement (four parameters each).
 GROUPS_PER_STATEMENT = 300
 # The placement task, published by name: see enqueue_schedule_new_cards.
 SCHEDULE_NEW_CARDS_TASK = "cards.tasks.schedule_new_cards"
@@ -90,21 +92,28 @@ def id_ranges(
     yield after, None
 
 
-def first_due_by_group(
+def placement_days_by_group(
     *, at: dt.datetime, enrollments: QuerySet[Enrollment]
-) -> list[tuple[str, int, dt.date]]:
-    """``(timezone, day_starts_at, due_on)`` for every pair found among enrolled learners."""
+) -> list[list[tuple[str, int, dt.date, dt.date]]]:
+    """``(timezone, day_starts_at, day, due_on)`` per pair found among enrolled learners.
+
+    Two lists: yesterday's rows, then today's. ``day`` is the group's study day and
+    ``due_on`` the first due date of a card placed on it. Yesterday's pass places what
+    a day's last reviews earned after the job's last run of that day (the job runs every
+    few minutes, the day may end in between): due today, as it would have been.
+    """
     pairs = (
         LearnerProfile.objects.filter(user_id__in=enrollments.values("learner_id"))
         .values_list("timezone", "day_starts_at")
         .distinct()
     )
-    groups = []
+    passes: list[list[tuple[str, int, dt.date, dt.date]]] = [[], []]
     for tz_name, day_starts_at in pairs:
         today = ladder.study_day(at, zone_or_utc(tz_name), day_starts_at)
-        first = ladder.first_schedule(today, settings.STUDY_LADDER_DAYS)
-        groups.append((tz_name, day_starts_at, first.due_on))
-    return groups
+        for i, day in enumerate((today - dt.timedelta(days=1), today)):
+            first = ladder.first_schedule(day, settings.STUDY_LADDER_DAYS)
+            passes[i].append((tz_name, day_starts_at, day, first.due_on))
+    return passes
 
 
 def _chunk_for(enrollments: QuerySet[Enrollment]) -> int:
@@ -121,37 +130,41 @@ def _chunk_for(enrollments: QuerySet[Enrollment]) -> int:
 def schedule_new_cards(
     *, at: dt.datetime, deck_id: int | None = None, chunk_size: int | None = None
 ) -> int:
-    """Place every unplaced active card of every enrolled learner at rung 0; returns how many.
+    """The pace's daily placement (:mod:`cards.services.pace`); returns the cards placed.
 
-    ``due_on`` is the learner's study day at ``at`` plus ``ladder[0]`` days. Idempotent:
-    a second run, or a run racing an enrolment, places nothing twice (``ON CONFLICT DO
-    NOTHING`` skips each existing state after one probe of the unique index; the ids
-    such a probe draws from the sequence are lost, which a bigint key affords). Each statement
-    commits on its own so no transaction spans the whole table.
+    For every enrolled learner who reviewed on their study day at ``at``, the day's
+    allowance (``new_cards_per_day`` less what the day already placed) of their waiting
+    cards starts at rung 0, due the next day; the same for yesterday's allowance first,
+    due today (see :func:`placement_days_by_group`). ``deck_id`` limits the pass to
+    one deck's cards (a deck that just gained cards). Idempotent: a second run finds
+    each allowance spent; a run racing an enrolment places nothing twice (``ON CONFLICT
+    DO NOTHING``). Each statement commits on its own so no transaction spans the table.
     """
     enrollments = Enrollment.objects.all()
     if deck_id is not None:
         enrollments = enrollments.filter(deck_id=deck_id)
-    groups = first_due_by_group(at=at, enrollments=enrollments)
-    if not groups:
+    passes = placement_days_by_group(at=at, enrollments=enrollments)
+    if not passes[0]:
         return 0
 
     if chunk_size is None:
         chunk_size = _chunk_for(enrollments)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     placed = 0
-    for start in range(0, len(groups), GROUPS_PER_STATEMENT):
-        table, table_params = groups_table(
-            groups[start : start + GROUPS_PER_STATEMENT], ("tz", "day_start", "due_on")
-        )
-        for after, up_to in id_ranges(enrollments, "learner_id", chunk_size):
-            params = [now, now, True, *table_params, after, after]
-            params += [up_to, up_to] if up_to is not None else []
-            params += [deck_id] if deck_id is not None else []
-            sql = placement.placement_sql(
-                table, bounded=up_to is not None, one_deck=deck_id is not None
+    ranges = list(id_ranges(enrollments, "learner_id", chunk_size))
+    for groups in passes:
+        for start in range(0, len(groups), GROUPS_PER_STATEMENT):
+            table, table_params = groups_table(
+                groups[start : start + GROUPS_PER_STATEMENT], ("tz", "day_start", "day", "due_on")
             )
-            placed += placement.place(sql, params)
+            for after, up_to in ranges:
+                params = [now, now, *table_params, True, after, after]
+                params += [up_to, up_to] if up_to is not None else []
+                params += [deck_id] if deck_id is not None else []
+                sql = placement.placement_sql(
+                    table, bounded=up_to is not None, one_deck=deck_id is not None
+                )
+                placed += placement.place(sql, params)
     if placed:
         logger.info("Placed %d new review states (deck %s)", placed, deck_id or "all")
     return placed

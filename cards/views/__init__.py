@@ -6,7 +6,8 @@ Each view parses its input, calls one service or selector and renders; the rules
 
 from .accounts import PasswordResetConfirmView, password_change, signup
 from .controls import card_bury, card_notes, card_suspend, report_create, review_undo
-from .home import HISTORY_WEEKS, dashboard, deck_enroll, deck_unenroll
+from .home import HISTORY_WEEKS, dashboard, deck_enroll, deck_learn_more, deck_unenroll
+from .lesson import deck_lesson
 from .profiles import (
     account_delete,
     account_export,
@@ -15,7 +16,9 @@ from .profiles import (
     pause_set,
     profile,
 )
+from .progress import progress
 from .session import controls_context, exercise_submit, review
+from .theme import theme_set
 
 __all__ = [
     "HISTORY_WEEKS",
@@ -28,6 +31,8 @@ __all__ = [
     "controls_context",
     "dashboard",
     "deck_enroll",
+    "deck_learn_more",
+    "deck_lesson",
     "deck_unenroll",
     "email_confirm",
     "email_confirm_send",
@@ -35,8 +40,10 @@ __all__ = [
     "password_change",
     "pause_set",
     "profile",
+    "progress",
     "report_create",
     "review",
     "review_undo",
     "signup",
+    "theme_set",
 ]

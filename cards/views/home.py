@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from .. import due, selectors, services
 from ..models import Deck
+from ..next_steps import next_steps
 from ..stats import learner_stats
 from .common import study_today
 
@@ -41,8 +42,13 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "next_due_on": due.next_due_on(learner=learner),
             "busy_forecast": [day for day in stats["forecast"] if day["count"]],
             "suspended": selectors.suspended_states(learner=learner),
+            "next_steps": next_steps(learner=learner, today=today, forecast=stats["forecast"]),
         },
     )
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 @login_required
@@ -51,14 +57,41 @@ def deck_enroll(request: HttpRequest, slug: str) -> HttpResponse:
     deck = get_object_or_404(Deck, slug=slug)
     result = services.enroll(learner=request.user, deck=deck, at=timezone.now())
     if result.scheduled:
+        waiting = (
+            f" {_plural(result.waiting, 'more card')} wait their turn: each day you review, "
+            "up to your pace of new cards joins them."
+            if result.waiting
+            else ""
+        )
         messages.success(
             request,
-            f"Enrolled in “{deck.title}”: {result.scheduled} new card"
-            f"{'' if result.scheduled == 1 else 's'}, first due on {result.first_due_on:%a %d %b %Y}.",
+            f"Enrolled in “{deck.title}”: {_plural(result.scheduled, 'new card')}, first due "
+            f"on {result.first_due_on:%a %d %b %Y}.{waiting}",
         )
     else:
         messages.success(request, f"You are enrolled in “{deck.title}”; your progress is kept.")
     return redirect("dashboard")
+
+
+@login_required
+@require_POST
+def deck_learn_more(request: HttpRequest, slug: str) -> HttpResponse:
+    """ "Learn more today": the next batch of the deck's waiting cards, due at once."""
+    deck = get_object_or_404(Deck, slug=slug)
+    try:
+        result = services.learn_more(learner=request.user, deck=deck, at=timezone.now())
+    except services.NotEnrolled as exc:
+        messages.error(request, str(exc))
+        return redirect("dashboard")
+    if result.scheduled:
+        messages.success(
+            request,
+            f"{_plural(result.scheduled, 'new card')} of “{deck.title}” are due now; "
+            f"{result.waiting} still wait.",
+        )
+    else:
+        messages.info(request, f"No cards of “{deck.title}” are waiting: all are on your ladder.")
+    return redirect("review" if result.scheduled else "dashboard")
 
 
 @login_required

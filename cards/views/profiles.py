@@ -57,6 +57,8 @@ def _profile_initial(user, profile: LearnerProfile) -> dict[str, object]:
         "day_starts_at": profile.day_starts_at,
         "reminders": profile.reminders,
         "reminder_hour": profile.reminder_hour,
+        "new_cards_per_day": profile.new_cards_per_day,
+        "theme": profile.theme,
     }
 
 

@@ -202,12 +202,18 @@ def _named(
     codes = [code for code, _ in found]
     part.diagnosis.extend(codes)
     if len(codes) < 2:
-        return [{"code": c, "parts": [step], "text": text(c)} for c in codes]
+        return [
+            {"code": c, "parts": [step], "text": text(c), "lesson_section": MISTAKES[c].section}
+            for c in codes
+        ]
     return [
         {
             "code": codes[0],
             "parts": [step],
             "text": either_words([MISTAKES[c] for c in codes]),
-            "either": [{"code": c, "text": text(c)} for c in codes],
+            "lesson_section": MISTAKES[codes[0]].section,
+            "either": [
+                {"code": c, "text": text(c), "lesson_section": MISTAKES[c].section} for c in codes
+            ],
         }
     ]

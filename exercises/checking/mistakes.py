@@ -5,6 +5,12 @@ Pure: no Django. A kind lists the codes of the mistakes that can explain a wrong
 how the mistaken computation differs from the right one. ``exercises.checking.diagnosis``
 names the mistake a learner made; ``exercises.variants`` refuses a variant that would
 accept one.
+
+Every text here is plain text a learner reads as it is (no Markdown, no TeX): formulas are
+written with Unicode (√dₖ, QKᵀ, n²), so the exercise pages, the review page and the labs
+show them alike. Each mistake names ``section``, the key of the lesson section that
+teaches the point (``LESSON_SECTIONS``: the sections of the starter deck's lesson); the
+study core turns it into a link (``exercises.reviews``).
 """
 
 from __future__ import annotations
@@ -12,6 +18,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+# The sections of the starter deck's lesson, by key: what a mistake's ``section`` names.
+LESSON_SECTIONS = (
+    "objective",
+    "worked-example",
+    "shapes",
+    "masks",
+    "multi-head",
+    "positions",
+    "cost",
+    "heat-maps",
+    "lab",
+    "interview",
+)
 
 
 @dataclass(frozen=True)
@@ -23,6 +43,8 @@ class Mistake:
     # The mistake in a few words, for "this matches either ... or ...": by default what
     # ``text`` says after "This matches", up to its colon.
     short: str = ""
+    # The key of the lesson section that teaches the point (one of ``LESSON_SECTIONS``).
+    section: str = "worked-example"
 
     @property
     def what(self) -> str:
@@ -48,21 +70,23 @@ MISTAKES: dict[str, Mistake] = {
     for m in (
         Mistake(
             "no_scale",
-            "This matches the scores without dividing by sqrt(d_k): scale Q K^T by 1/sqrt(d_k) "
-            "before the softmax.",
+            "This matches the scores without dividing by √dₖ: multiply QKᵀ by 1/√dₖ before "
+            "the softmax.",
             {"scale": "none"},
         ),
         Mistake(
             "scale_by_d_model",
-            "This matches dividing by sqrt(d_model): each head divides by the square root of its "
-            "own width, d_k = d_model / h.",
+            "This matches dividing by √d_model: each head divides by the square root of its "
+            "own width, dₖ = d_model / h.",
             {"scale": "sqrt_d_model"},
+            section="multi-head",
         ),
         Mistake(
             "no_mask",
             "This matches ignoring the mask: blocked scores become minus infinity before the "
             "softmax, so their weights are exactly 0.",
             {"mask": "ignored"},
+            section="masks",
         ),
         Mistake(
             "mask_after_softmax",
@@ -70,12 +94,14 @@ MISTAKES: dict[str, Mistake] = {
             "apply the mask to the scores (minus infinity) before the softmax, so each row "
             "still sums to 1.",
             {"mask": "zero_after"},
+            section="masks",
         ),
         Mistake(
             "mask_as_zero_score",
             "This matches setting blocked scores to 0 instead of minus infinity: a score of 0 "
-            "still gets weight exp(0) = 1 before normalising.",
+            "still gets the weight e⁰ = 1 before normalising.",
             {"mask": "zero_score"},
+            section="masks",
         ),
         Mistake(
             "softmax_over_queries",
@@ -85,36 +111,39 @@ MISTAKES: dict[str, Mistake] = {
         ),
         Mistake(
             "scores_transposed",
-            "This matches K Q^T, the product in the wrong order: score (i, j) is query i against "
-            "key j, so compute Q K^T (rows are queries, columns keys).",
+            "This matches KQᵀ, the product in the wrong order: score (i, j) is query i against "
+            "key j, so compute QKᵀ (rows are queries, columns keys).",
             {"scores": "k_q"},
         ),
         Mistake(
             "k_not_transposed",
-            "This matches Q K without transposing K: the scores are Q K^T, each query dotted "
+            "This matches QK without transposing K: the scores are QKᵀ, each query dotted "
             "with each key's row.",
             {"scores": "q_k"},
+            section="shapes",
         ),
         Mistake(
             "weights_transposed_in_output",
-            "This matches A^T V: output row i mixes the value rows with row i of the weights, "
-            "so compute A V.",
+            "This matches AᵀV: output row i mixes the value rows with row i of the weights, "
+            "so compute AV.",
             {"mix": "a_t_v"},
         ),
         Mistake(
             "d_model_for_d_k",
-            "This uses d_model where each head has d_k = d_model / h columns.",
+            "This uses d_model where each head has dₖ = d_model / h columns.",
             {"head_width": "d_model"},
             short="d_model used as each head's width",
+            section="shapes",
         ),
         Mistake(
             "pe_concatenated",
             "This is the lab code's layout, all sines first and all cosines after them: the "
             "same encoding with the dimensions reordered, not a wrong one. This exercise asks "
-            "for the paper's interleaved layout: sine on even dimensions 2i, cosine on odd "
-            "ones 2i+1.",
+            "for the paper's interleaved layout: sine on the even dimensions 2i, cosine on the "
+            "odd ones 2i + 1.",
             {"pe_layout": "sines_then_cosines"},
             short="the lab code's layout, all sines then all cosines",
+            section="positions",
         ),
         Mistake(
             "pe_interleaved",
@@ -123,6 +152,7 @@ MISTAKES: dict[str, Mistake] = {
             "exercise asks for the lab code's layout: all sines first, then all cosines.",
             {"pe_layout": "interleaved"},
             short="the paper's interleaved layout",
+            section="positions",
         ),
         Mistake(
             "pe_sin_cos_swapped",
@@ -130,32 +160,37 @@ MISTAKES: dict[str, Mistake] = {
             "before its cosine.",
             {"pe_layout": "swapped"},
             short="sine and cosine swapped",
+            section="positions",
         ),
         Mistake(
             "sd_for_variance",
-            "This is the standard deviation, sqrt(d_k); the variance of a sum of d_k "
-            "independent unit-variance products is d_k.",
+            "This is the standard deviation, √dₖ; the variance of a sum of dₖ independent "
+            "products, each of variance 1, is dₖ.",
             {"scaling": "sd"},
-            short="the standard deviation, sqrt(d_k)",
+            short="the standard deviation, √dₖ",
         ),
         Mistake(
             "divided_by_d_k",
-            "This matches dividing the scores by d_k: the scale is 1/sqrt(d_k), which keeps "
-            "the scores' variance at 1 instead of shrinking it to 1/d_k.",
+            "This matches dividing the scores by dₖ: the scale is 1/√dₖ, which keeps the "
+            "scores' variance at 1 instead of shrinking it to 1/dₖ.",
             {"scale": "d_k"},
         ),
         Mistake(
             "scale_swapped",
-            "The scaled and unscaled weights are swapped: dividing by sqrt(d_k) makes the row "
+            "The scaled and unscaled weights are swapped: dividing by √dₖ makes the row "
             "flatter, not sharper.",
             {"scaling": "swapped"},
             short="the scaled and unscaled weights swapped",
         ),
         Mistake(
             "bytes_one_head",
-            "This counts one score matrix only: multiply by the heads and the layers too.",
+            "This counts one score matrix only. Training at batch 1 stores an n × n score "
+            "matrix for every head of every layer, for the backward pass: n² · h · L entries. "
+            "(Inference with a KV cache keeps the keys and values instead, 2 · n · d_model · L "
+            "numbers, and the scores of the newest token only.)",
             {"cost": "one_head"},
             short="one score matrix only",
+            section="cost",
         ),
         Mistake(
             "high_weight_as_reliance",
@@ -164,37 +199,43 @@ MISTAKES: dict[str, Mistake] = {
             "when the token is removed: large and consistent across inputs, or not.",
             {"ablation": "weight_as_reliance"},
             short="the highest weight taken as reliance",
+            section="heat-maps",
         ),
         Mistake(
             "ablation_masked_query",
             "This matches masking the token as a query (blocking its row): the [CLS] row that "
             "is read out does not change, so nothing does. Remove the token as a key: its "
-            "column becomes minus infinity in the [CLS] row and the other weights renormalise.",
+            "column becomes minus infinity in the [CLS] row and the other weights renormalise. "
+            "(In this one-head, one-layer model that is the same as removing the token; with "
+            "more layers the token would still shape the other tokens' vectors.)",
             {"ablation": "query_mask"},
+            section="heat-maps",
         ),
         Mistake(
             "low_weight_as_decoration",
             "This dismisses the token because another token has more weight in some input: "
-            "a lower weight is no evidence that the model ignores the token. Judge by the "
-            "change in the output when the token is removed, not by its weight.",
+            "a lower weight is no evidence that removing the token changes little. Judge by "
+            "the change in the output when the token is removed, not by its weight.",
             {"ablation": "low_weight_as_decoration"},
-            short="a lower weight taken as decoration",
+            short="a lower weight taken as a sign the token can go",
+            section="heat-maps",
         ),
         Mistake(
             "mixed_as_decoration",
-            "This calls large changes that are not consistent decoration. The lesson's test "
-            "is large and consistent, and here the consistent half fails: a large change "
-            "that is not consistent is not evidence of reliance, yet the model does use the "
-            "token, so this exercise calls it mixed and keeps decoration for the large half "
-            "failing.",
+            "This calls large changes that are not consistent redundant. Redundant means no "
+            "change is large: removing the token barely moves the prediction. Here some change "
+            "is large, so the token is not redundant; the changes do not all point one way, so "
+            "it is not evidence of reliance either: mixed.",
             {"ablation": "mixed_as_decoration"},
-            short="large changes in opposite directions called decoration",
+            short="large changes in opposite directions called redundant",
+            section="heat-maps",
         ),
         Mistake(
             "share_qk_only",
-            "This counts only Q K^T in the n\N{MULTIPLICATION SIGN}n part: A V costs another n² d multiply-adds.",
+            "This counts only QKᵀ in the n × n part: AV costs another n² · d multiply-adds.",
             {"cost": "qk_only"},
-            short="only Q K^T counted in the n\N{MULTIPLICATION SIGN}n part",
+            short="only QKᵀ counted in the n × n part",
+            section="cost",
         ),
         Mistake(
             "causal_mask_transposed",
@@ -202,6 +243,7 @@ MISTAKES: dict[str, Mistake] = {
             "after it. A query may read itself and the keys before it; the keys after its own "
             "position are blocked.",
             {"mask": "transposed"},
+            section="masks",
         ),
         Mistake(
             "padding_on_queries",
@@ -211,6 +253,7 @@ MISTAKES: dict[str, Mistake] = {
             {"mask": "queries"},
             short="the padded positions blocked as queries while the real tokens still read "
             "the padding",
+            section="masks",
         ),
         Mistake(
             "padded_rows_zeroed",
@@ -218,16 +261,17 @@ MISTAKES: dict[str, Mistake] = {
             "the padded keys, the columns, for every query, the padded ones included, so a "
             "padded token's row reads the real tokens and sums to 1 like every other row.",
             {"mask": "padded_rows"},
+            section="masks",
         ),
         Mistake(
             "w_q_w_k_swapped",
-            "This matches swapping W_Q and W_K: the queries are X W_Q and the keys X W_K.",
+            "This matches swapping W_Q and W_K: the queries are X · W_Q and the keys X · W_K.",
             {"projection": "w_q_w_k_swapped"},
         ),
         Mistake(
             "sqrt_d_model_in_projection",
-            "This matches dividing by sqrt(d_model), the width of the token vectors: the "
-            "scale is 1/sqrt(d_k), the width of the queries and keys.",
+            "This matches dividing by √d_model, the width of the token vectors: the scale is "
+            "1/√dₖ, the width of the queries and keys.",
             {"scale": "sqrt_d_model"},
         ),
         Mistake(
@@ -235,48 +279,56 @@ MISTAKES: dict[str, Mistake] = {
             "This matches concatenating the heads' outputs in reverse: head 1's columns come "
             "first, then head 2's, and so on, before W_O.",
             {"concat": "reversed"},
+            section="multi-head",
         ),
         Mistake(
             "heads_interleaved",
             "This matches dealing the columns out to the heads in turn (head 1 taking columns "
-            "1, h + 1, 2h + 1, ...): each head takes a block of d_k adjacent columns of Q, K "
-            "and V, head 1 the first d_k, head 2 the next d_k, and so on.",
+            "1, h + 1, 2h + 1, ...): each head takes a block of dₖ adjacent columns of Q, K "
+            "and V, head 1 the first dₖ, head 2 the next dₖ, and so on.",
             {"heads": "interleaved"},
+            section="multi-head",
         ),
         Mistake(
             "w_o_left_out",
             "This matches the heads' outputs concatenated without W_O: the block's output is "
             "that concatenation times W_O.",
             {"concat": "no_w_o"},
+            section="multi-head",
         ),
         Mistake(
             "params_without_w_o",
-            "This counts W_Q, W_K and W_V only, 3 d_model²: the output projection W_O adds "
-            "another d_model², 4 d_model² in all.",
+            "This counts W_Q, W_K and W_V only, 3 · d_model²: the output projection W_O adds "
+            "another d_model², 4 · d_model² in all.",
             {"cost": "no_w_o"},
             short="W_O left out of the count",
+            section="cost",
         ),
         Mistake(
             "ffn_one_matrix",
-            "This counts one matrix of the feed-forward network, d_model \N{MULTIPLICATION SIGN} 4 d_model: "
-            "it has two, up to 4 d_model and back, 8 d_model² in all.",
+            "This counts one matrix of the feed-forward network, d_model × 4 · d_model: it has "
+            "two, up to 4 · d_model and back, 8 · d_model² in all.",
             {"cost": "ffn_one_matrix"},
             short="one matrix of the feed-forward network",
+            section="cost",
         ),
         Mistake(
             "share_without_w_o",
-            "This leaves W_O out of the per-token part (11 n d², a share of n / (n + 5.5 d)): "
-            "the projections W_Q, W_K, W_V and W_O take 4 n d² multiply-adds and the "
-            "feed-forward network 8 n d², 12 n d² in all, so the share is n / (n + 6 d).",
+            "This leaves W_O out of the per-token part (11 · n · d², a share of "
+            "n / (n + 5.5 · d)): the projections W_Q, W_K, W_V and W_O take 4 · n · d² "
+            "multiply-adds and the feed-forward network 8 · n · d², 12 · n · d² in all, so the "
+            "share is n / (n + 6 · d).",
             {"cost": "share_no_w_o"},
             short="W_O left out of the per-token part",
+            section="cost",
         ),
         Mistake(
             "params_with_biases",
-            "This adds the biases: the question counts the weight matrices only, 4 d_model² "
-            "for W_Q, W_K, W_V, W_O and 8 d_model² for the feed-forward network.",
+            "This adds the biases: the question counts the weight matrices only, 4 · d_model² "
+            "for W_Q, W_K, W_V, W_O and 8 · d_model² for the feed-forward network.",
             {"cost": "biases"},
             short="the biases counted",
+            section="cost",
         ),
     )
 }

@@ -5,16 +5,20 @@ A small seeded classifier: one attention head from ``exercises.engine`` read out
 final [CLS] token, ``p = sigmoid(w . o + b)`` where ``o`` is the [CLS] row of the head's
 output. One token is highlighted. The learner computes, on a handful of inputs, the
 probability with the token and without it (masked as a *key*: its column becomes minus
-infinity in the [CLS] row and the other weights renormalise), the change per input,
-and the verdict by the lesson's rule: a large and consistent change is evidence of
-reliance (not of causation). A careful analyst tells three outcomes apart: the model
-relies on the token consistently (large changes, one direction), relies on it but not as
-one consistent reason (large changes in mixed directions), or barely uses it (small
-changes everywhere: its weight is decoration).
+infinity in the [CLS] row and the other weights renormalise; in this one-head, one-layer
+model that is removing the token), the change per input, and the verdict by the lesson's
+rule: a large and consistent change is evidence of reliance (not of causation). A careful
+analyst tells three outcomes apart: the model relies on the token consistently (large
+changes, one direction), relies on it but not as one consistent reason (large changes in
+mixed directions), or the token is redundant for this output (small changes everywhere).
 
-Variants are drawn so that all three verdicts occur; the decoration ones give the
-highlighted token the highest weight in every input, by a visible margin, while removing
-it changes little (the others carry the same information).
+Redundant is all a small change shows: the output does not need the token *given the
+others*. It does not show that the model ignores the token: the redundant variants give
+every other token the same read-out, so removing the highlighted one changes little,
+yet shifting its value still moves the output (``value_shift_change``). That is the
+ablation test's limit: removing one token at a time misses tokens that carry the same
+information as another. The redundant variants also give the highlighted token the
+highest weight in every input, by a visible margin.
 
 Tokens and inputs are counted from 1 in every word a learner reads, as the tables label
 their rows; ``inputs["highlighted"]`` stays an index into the rows of ``K_m``.
@@ -41,6 +45,7 @@ from exercises.kinds.base import (
     tex_vector,
 )
 from exercises.kinds.hand import scaled_score_error, softmax_by_hand_fails, softmax_hand_slack
+from exercises.kinds.worked import SOFTMAX_HOW, Step, num, softmax_row_steps, step
 
 D = 2  # width of queries, keys and values: small enough to do by hand
 # The lesson's rule is "large and consistent"; what counts as large is this service's
@@ -54,8 +59,10 @@ VISIBLE = 0.012
 # Where the highlighted token is sold as the highest weight, it leads every other token
 # by at least this much in every input: visible at three decimals, never a tie.
 MARGIN = 0.05
-RELIANCE, MIXED, DECORATION = "reliance", "mixed", "decoration"
-VERDICTS = (RELIANCE, MIXED, DECORATION)
+RELIANCE, MIXED, REDUNDANT = "reliance", "mixed", "redundant"
+VERDICTS = (RELIANCE, MIXED, REDUNDANT)
+# Exercises made before the verdict was named for what the test shows called it this.
+LEGACY_CASES = {"decoration": REDUNDANT}
 READOUTS = ((1, 0), (0, 1), (1, 1), (1, -1))
 MAX_TRIES = 400
 
@@ -102,13 +109,13 @@ def verdict(change: np.ndarray) -> str:
     """The lesson's rule with the outcomes a careful analyst tells apart.
 
     Large (|change| >= THRESHOLD) in every input and one sign: reliance. Small in every
-    input: decoration. Large somewhere but not large in one direction everywhere: mixed,
+    input: redundant (the output does not need the token given the others). Large somewhere but not large in one direction everywhere: mixed,
     the model uses the token but not as one consistent reason.
     """
     change = np.asarray(change, dtype=float)
     large = np.abs(change) >= THRESHOLD
     if not large.any():
-        return DECORATION
+        return REDUNDANT
     if large.all() and bool((change > 0).all() or (change < 0).all()):
         return RELIANCE
     return MIXED
@@ -163,10 +170,27 @@ def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def value_shift_change(inputs: Mapping[str, Any], m: int, shift: float) -> float:
+    """How far p moves in input ``m`` (from 0) when the highlighted token's value moves by
+    ``shift`` along the read-out ``w``, the token kept: what removing it cannot show.
+
+    # inputs, m, shift -> p(shifted value) - p
+    """
+    q, w = np.asarray(inputs["q"], dtype=float), np.asarray(inputs["w"], dtype=float)
+    b, h = float(inputs["b"]), int(inputs["highlighted"])
+    K = np.asarray(inputs[f"K_{m + 1}"], dtype=float)
+    V = np.asarray(inputs[f"V_{m + 1}"], dtype=float)
+    shifted = V.copy()
+    shifted[h] += shift * w
+    _, p = cls_readout(q, K, V, w, b, None)
+    _, p_shifted = cls_readout(q, K, shifted, w, b, None)
+    return p_shifted - p
+
+
 def _draw(
     rng: np.random.Generator, case: str, n_inputs: int, n: int, *, strict: bool = True
 ) -> dict[str, Any] | None:
-    """One candidate variant for ``case``: reliance, mixed or decoration.
+    """One candidate variant for ``case``: reliance, mixed or redundant.
 
     The model (q, w, b, the [CLS] key and value, the highlighted position) is drawn once;
     each input is then drawn until it fits the case on its own, so the cost grows with
@@ -227,7 +251,7 @@ def _draw_input(
         for j in range(n - 1):
             if j != h and q @ K[j] >= q @ K[h]:
                 K[j] = -K[j]
-    if case == DECORATION:
+    if case == REDUNDANT:
         # Every token carries the same read-out as [CLS]: the information is redundant,
         # but for one other token whose slightly different read-out gets a little more
         # weight once the highlighted token is gone: a small change, yet not none.
@@ -269,7 +293,7 @@ def _input_fits(
     p_without = sigmoid(w @ (kept @ np.delete(V, h, axis=0)) + b)
     change = p_without - p_with
     margin = weights[h] - np.delete(weights, h).max()
-    if case == DECORATION:
+    if case == REDUNDANT:
         return bool(abs(change) <= SMALL and margin >= MARGIN and weights[h] >= 0.4)
     # A token whose read-out is above the others' lowers p when removed, and vice versa.
     fits = abs(change) >= LARGE and np.sign(change) == -sign
@@ -311,10 +335,11 @@ class AblationKind(ExerciseKind):
     name = "ablation"
     title = "Does the model rely on the token?"
     description = (
-        "The lesson's heat-map test: mask a highlighted token as a key in a small "
-        "classifier, measure the change in the output probability over a few inputs and "
-        "decide whether the model relies on the token consistently, relies on it in mixed "
-        "directions, or barely uses it (its weight is decoration)."
+        "The lesson's heat-map test: remove a highlighted token (mask it as a key, which in "
+        "this one-head, one-layer classifier removes it) from a few inputs, measure the "
+        "change in the output probability and decide whether the model relies on the token "
+        "consistently, relies on it in mixed directions, or the token is redundant for this "
+        "output (removing it alone barely moves the prediction)."
     )
     params: ClassVar[dict[str, ParamSpec]] = {
         "n_inputs": ParamSpec("int", 3, "How many inputs the change is measured on.", 2, 5),
@@ -335,6 +360,14 @@ class AblationKind(ExerciseKind):
         "mixed_as_decoration",
     )
     max_attempts = 4
+
+    def normalize_params(self, raw: Mapping[str, Any] | None) -> dict[str, Any]:
+        """As every kind's, with the verdict's old name still taken as ``case``."""
+        if isinstance(raw, Mapping):
+            case = raw.get("case")
+            if isinstance(case, str) and case in LEGACY_CASES:
+                raw = {**raw, "case": LEGACY_CASES[case]}
+        return super().normalize_params(raw)
 
     def generate(self, params: dict[str, Any], rng: np.random.Generator) -> Generated:
         n_inputs, n = params["n_inputs"], params["n"]
@@ -370,7 +403,7 @@ class AblationKind(ExerciseKind):
                     "choices": list(VERDICTS),
                     "question": (
                         "Is the change large and consistent? Both (reliance), large but not "
-                        "consistent (mixed), or not large (decoration)?"
+                        "consistent (mixed), or not large (redundant)?"
                     ),
                 },
             ],
@@ -404,27 +437,29 @@ class AblationKind(ExerciseKind):
                 f"The heat map highlights **token {token}**. For each input give (1) `weights`: "
                 f"the [CLS] row's attention weights over tokens 1 to {n}, one row per input; "
                 f"(2) `p_with`: the probability; (3) `p_without`: the probability with token "
-                rf"{token} masked as a key (its score becomes $-\infty$ in the [CLS] row, the "
-                "other weights renormalise, everything else stays); (4) `change` = `p_without` "
-                "\N{MINUS SIGN} `p_with`. A change is small beside the probabilities, so it is "
-                "checked on its own size: within 0.005 + 1% of the true change, widened by what "
-                "your probabilities written to three decimals carry, not by the tolerance of "
-                "the probabilities it comes from.",
+                rf"{token} removed, which in this one-head, one-layer model is masking it as a "
+                r"key (its score becomes $-\infty$ in the [CLS] row, the other weights "
+                "renormalise, everything else stays; with more layers the token would also have "
+                "shaped the other tokens' vectors, and masking one key would not remove it); "
+                "(4) `change` = `p_without` \N{MINUS SIGN} `p_with`. A change is small beside "
+                "the probabilities, so it is checked on its own size: within 0.005 + 1% of the "
+                "true change, widened by what your probabilities written to three decimals "
+                "carry, not by the tolerance of the probabilities it comes from.",
                 "(5) The verdict. The lesson's rule: a heat map is a hypothesis; remove the "
                 "token and see whether the prediction moves. Is the change **large and "
                 "consistent**? Yes: evidence of reliance. No: do not present the weight as "
                 "why. The lesson's *no* has two halves that can fail, and this exercise names "
-                "which one did, because they mean different things: a large change that is not "
-                "consistent is not evidence of reliance, yet the model does use the token; a "
-                "change that is nowhere large means it barely does. What counts as large, "
+                "which one did. What counts as large, "
                 f"|change| of at least {THRESHOLD}, is this exercise's choice, not the lesson's "
                 f"(every change here is below {SMALL} or above {LARGE}). **reliance**: both "
                 "halves hold, every change is large and all have the same sign (evidence of "
-                "reliance, not of causation); **mixed**: large but not consistent, some change "
-                "is large but not every change is large in one direction (the lesson's *no*: "
-                "the model uses the token, but not as one consistent reason, so do not present "
-                "it as *the* reason); **decoration**: not large, every change is small (the "
-                "lesson's *no*: the model barely uses the token; its weight is decoration).",
+                "reliance, not of causation); **mixed**: some change is large, so on those "
+                "inputs the prediction depends on the token, but the changes are not all large "
+                "in one direction, so the token is not one consistent reason (do not present it "
+                "as *the* reason); **redundant**: no change is large, so the prediction does not "
+                "need the token *given the other tokens*. That is all it shows: the model may "
+                "still use the token's value when another token carries the same information, "
+                "and removing one token at a time cannot see that.",
                 ROUNDING_RULE,
             ]
         )
@@ -503,6 +538,98 @@ class AblationKind(ExerciseKind):
             ),
             "verdict": Follow(verdict(change), ("change",), "your changes"),
         }
+
+    hints: ClassVar[dict[str, str]] = {
+        "weights": "For each input, score the [CLS] query q against every key row of that "
+        "input's K, divide by √dₖ, and take the softmax over the tokens (along the row): "
+        f"{SOFTMAX_HOW}.",
+        "p_with": "For each input, mix the value rows with your weights, o = a · V, then read "
+        "out p = sigmoid(w · o + b), where sigmoid(z) = 1 / (1 + exp(−z)).",
+        "p_without": "For each input, remove the highlighted token: its score becomes −∞ in "
+        "the [CLS] row, the softmax of the other scores is taken again (they renormalise), "
+        "then mix the values and read p out as before.",
+        "change": "For each input, subtract: p_without − p_with, keeping the sign.",
+        "verdict": "Decide from your changes, not from the weights: is every change at least "
+        f"{THRESHOLD} in size, and do they all have the same sign?",
+    }
+
+    # Over 60 lines on purpose: each input's steps, with and without the token, read in the order they are worked.
+    def worked_steps(
+        self, inputs: dict[str, Any], solution: Mapping[str, Any], asks: list[dict[str, Any]]
+    ) -> list[Step]:
+        q, w = np.asarray(inputs["q"], dtype=float), np.asarray(inputs["w"], dtype=float)
+        b, h = float(inputs["b"]), int(inputs["highlighted"])
+        steps: list[Step] = []
+        changes = []
+        for m in range(inputs["n_inputs"]):
+            K = np.asarray(inputs[f"K_{m + 1}"], dtype=float)
+            V = np.asarray(inputs[f"V_{m + 1}"], dtype=float)
+            blocked = np.zeros((1, K.shape[0]), dtype=bool)
+            blocked[0, h] = True
+            with_p = without_p = 0.0
+            for mask, which in ((None, "with"), (blocked, "without")):
+                # The [CLS] row through the engine, as cls_readout computes it.
+                trace = engine.scaled_dot_product_attention(
+                    q[None, :], K, V, mask=mask, scale=True, return_intermediates=True
+                )
+                tag, words = f"input_{m + 1}_{which}_", f"Input {m + 1}, token {h + 1} {which}: "
+                if which == "without":
+                    steps.append(
+                        step(
+                            f"{tag}masked",
+                            f"{words}scores, token {h + 1} blocked",
+                            trace.masked_scores[0],
+                            "Its score becomes −∞; the others stay.",
+                        )
+                    )
+                else:
+                    steps.append(
+                        step(
+                            f"{tag}scores",
+                            f"{words}scores q Kᵀ / √dₖ",
+                            trace.scores[0],
+                            f"The [CLS] query against each token's key, divided by √{D}.",
+                        )
+                    )
+                steps += softmax_row_steps(
+                    np.asarray(trace.masked_scores),
+                    np.asarray(trace.weights),
+                    part="weights" if mask is None else None,
+                    prefix=tag,
+                    label=words,
+                    row_title="softmax of the [CLS] row",
+                )
+                steps[-1]["row"] = m if mask is None else None
+                logit = float(w @ trace.output[0] + b)
+                p = float(sigmoid(np.array(logit)))
+                steps.append(
+                    step(
+                        f"{tag}p",
+                        f"{words}p = sigmoid(w · o + b)",
+                        p,
+                        f"o = a · V = {nums_of(trace.output[0])}; w · o + b = {num(logit)}.",
+                        part="p_with" if mask is None else "p_without",
+                        row=m,
+                    )
+                )
+                if mask is None:
+                    with_p = p
+                else:
+                    without_p = p
+            changes.append(without_p - with_p)
+            steps.append(
+                step(
+                    f"input_{m + 1}_change",
+                    f"Input {m + 1}: change",
+                    without_p - with_p,
+                    "p_without − p_with.",
+                    part="change",
+                    row=m,
+                )
+            )
+        found = verdict(np.array(changes))
+        steps.append(step("verdict", "Verdict", found, lesson_test_words(changes), part="verdict"))
+        return steps
 
     def mistake_text(self, code: str, inputs: dict[str, Any]) -> str | None:
         """A verdict mistake in the lesson's words: its lead, then the lesson's test on
@@ -584,6 +711,10 @@ def hand_slack(inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return out
 
 
+def nums_of(values: Any) -> str:
+    return "(" + ", ".join(num(v) for v in np.asarray(values, dtype=float)) + ")"
+
+
 def lesson_test_words(change: Any) -> str:
     """The lesson's test, large and consistent, applied to ``change``: which half fails."""
     found = verdict(change)
@@ -597,15 +728,15 @@ def lesson_test_words(change: Any) -> str:
     if found == MIXED:
         return (
             "The lesson's test is large and consistent, and here the consistent half fails: "
-            f"some change is large ({large}), but not every change is large in one "
-            "direction. A large change that is not consistent is not evidence of reliance, "
-            "so the lesson says no; yet the model does use the token, so this exercise calls "
-            "it mixed and keeps decoration for the large half failing: mixed."
+            f"some change is large ({large}), so on those inputs the prediction depends on the "
+            "token, but not every change is large in one direction, so the token is not one "
+            "consistent reason for the prediction: mixed."
         )
     return (
         "The lesson's test is large and consistent, and here the large half fails: no change "
-        f"is large ({large}), so removing the token barely moves the prediction. That is "
-        "the lesson's no, and the weight is decoration: decoration."
+        f"is large ({large}), so removing the token alone barely moves the prediction. That "
+        "shows the prediction does not need this token given the others, not that the model "
+        "ignores it (another token may carry the same information): redundant."
     )
 
 
@@ -613,10 +744,10 @@ def lesson_test_words(change: Any) -> str:
 VERDICT_LEADS = {
     "high_weight_as_reliance": "This takes the highest attention weight as reliance; a high "
     "weight is no evidence, the change when the token is removed is.",
-    "low_weight_as_decoration": "This dismisses the token because another token has more "
+    "low_weight_as_decoration": "This calls the token redundant because another token has more "
     "weight in some input; a lower weight is no evidence, the change when the token is "
     "removed is.",
-    "mixed_as_decoration": "This calls large changes that are not consistent decoration.",
+    "mixed_as_decoration": "This calls large changes that are not consistent redundant.",
 }
 
 
@@ -625,14 +756,14 @@ def _mistaken_verdict(how: str | None, weights: Any, change: Any, h: int) -> str
     says nothing different from the lesson's.
 
     - weight_as_reliance: the token has the highest weight in every input, so "reliance";
-    - low_weight_as_decoration: another token has more weight somewhere, so "decoration";
-    - mixed_as_decoration: large changes in mixed directions called "decoration", the
-      stricter rule that anything short of reliance is decoration.
+    - low_weight_as_decoration: another token has more weight somewhere, so "redundant";
+    - mixed_as_decoration: large changes in mixed directions called "redundant", the
+      stricter rule that anything short of reliance is redundant.
     """
     if how == "weight_as_reliance":
         return RELIANCE if _top_everywhere(weights, int(h)) else None
     if how == "low_weight_as_decoration":
-        return None if _top_everywhere(weights, int(h)) else DECORATION
+        return None if _top_everywhere(weights, int(h)) else REDUNDANT
     if how == "mixed_as_decoration":
-        return DECORATION if verdict(change) == MIXED else None
+        return REDUNDANT if verdict(change) == MIXED else None
     return None

@@ -1,3 +1,4 @@
+# One module on purpose: the attention family and what every attention kind shares read together.
 """The attention family: one head on given Q, K and V (``AttentionFamily``) and the
 ``attention`` kind; with what every attention kind shares: the sizes, the scale parameter
 and its rule, the mask's words and the prompt.
@@ -38,6 +39,7 @@ from exercises.kinds.recipes import (
     weights_degenerate,
     weights_slack,
 )
+from exercises.kinds.worked import SOFTMAX_HOW, Step, attention_steps
 
 SIZE_HELP = "Number of tokens (rows of Q, K and V)."
 MAX_TOKENS = 8
@@ -59,7 +61,7 @@ ATTENTION_MISTAKES: tuple[str, ...] = (
 )
 
 SCALE_SPEC = ParamSpec(
-    "bool", True, "Divide the scores by sqrt(d_k) (needs d_k of at least 2 to be tested)."
+    "bool", True, "Divide the scores by √dₖ (needs dₖ of at least 2 to be tested)."
 )
 STEPS_SCALED = r"the scores $S = QK^\top/\sqrt{d_k}$"
 STEPS_UNSCALED = r"the scores $S = QK^\top$ (no scaling in this exercise)"
@@ -126,6 +128,30 @@ def attention_prompt(
     parts.append(asks)
     parts.append(ROUNDING_RULE)
     return "\n\n".join(parts)
+
+
+def scores_hint(scale: bool) -> str:
+    """The hint for the scores: QKᵀ, entry by entry, and the scale."""
+    return (
+        "Score every query against every key: entry (i, j) is the dot product of row i of Q "
+        "with row j of K, so the scores are QKᵀ, one row per query and one column per key"
+        + (", each entry then divided by √dₖ" if scale else " (left unscaled here)")
+    )
+
+
+def weights_hint(from_scores: bool, scale: bool) -> str:
+    """The hint for the weights: the softmax of each row, over the keys."""
+    lead = "From your scores" if from_scores else scores_hint(scale) + ". Then"
+    return (
+        f"{lead}, set each blocked entry to −∞ and take the softmax of each row, over the "
+        f"keys (along the row, never down a column): {SOFTMAX_HOW}."
+    )
+
+
+OUTPUT_HINT = (
+    "Multiply your weights by V: output row i is the sum over the keys j of weight (i, j) "
+    "times value row j (AV, one row per query, as wide as V)."
+)
 
 
 def predict_first(generated: Generated, how: str, rng: np.random.Generator) -> Generated:
@@ -203,6 +229,30 @@ class AttentionFamily(ExerciseKind):
         if scores is None:
             return None
         return scores, score_error(scores, scale, recipe, Q.shape[1])
+
+    def hint(self, part: str, inputs: dict[str, Any]) -> str:
+        scale = bool(inputs.get("scale", True))
+        if part == "scores":
+            return scores_hint(scale) + ". The mask comes later: these are the scores before it."
+        if part == "weights":
+            return weights_hint("scores" in self.asked, scale)
+        if part == "output":
+            return OUTPUT_HINT
+        return super().hint(part, inputs)
+
+    def worked_steps(
+        self, inputs: dict[str, Any], solution: Mapping[str, Any], asks: list[dict[str, Any]]
+    ) -> list[Step]:
+        Q, K = input_arrays(inputs, "Q", "K")
+        # The weights-only kinds give no values: any stand-in mixes nothing that is shown.
+        V = np.asarray(inputs["V"], dtype=float) if "V" in inputs else np.zeros((len(Q), 1))
+        mask = np.asarray(inputs["mask"], dtype=bool)
+        scale = bool(inputs.get("scale", True))
+        trace = engine.scaled_dot_product_attention(
+            Q, K, V, mask=mask if mask.any() else None, scale=scale, return_intermediates=True
+        )
+        parts = {p: (p if p in self.asked else None) for p in ("scores", "weights", "output")}
+        return attention_steps(trace, mask, scale, Q.shape[1], parts=parts)
 
     def degenerate(self, generated: Generated) -> str | None:
         mask = np.asarray(generated.inputs["mask"], dtype=bool)

@@ -13,7 +13,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from exercises.cells import part_words
 from exercises.checking.marked_kind import Follow as Follow  # the kinds' own name for it
+from exercises.kinds.worked import Step, answer_steps
 
 VARIANT_SEED_MAX = 2**63 - 1  # the largest seed a variant takes: a signed 64-bit integer
 DEFAULT_RTOL = 0.01
@@ -170,6 +172,8 @@ class ExerciseKind:
     rtol: ClassVar[float] = DEFAULT_RTOL
     atol: ClassVar[float] = DEFAULT_ATOL
     max_attempts: ClassVar[int] = DEFAULT_MAX_ATTEMPTS
+    # Part -> the hint after a wrong answer: what to compute, from what, over which axis.
+    hints: ClassVar[dict[str, str]] = {}
 
     def variant(
         self,
@@ -252,6 +256,20 @@ class ExerciseKind:
     def accepted_alternatives(self, inputs: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """Other whole answers the prompt allows: ``(what it is, solution)`` pairs."""
         return []
+
+    def hint(self, part: str, inputs: dict[str, Any]) -> str:
+        """What to compute for ``part``, from what and along which axis; never its number."""
+        return self.hints.get(part) or (
+            f"Work {part_words(part)} out again from the inputs in the prompt, one written "
+            "step at a time, in the order the prompt asks for the parts."
+        )
+
+    def worked_steps(
+        self, inputs: dict[str, Any], solution: Mapping[str, Any], asks: list[dict[str, Any]]
+    ) -> list[Step]:
+        """The worked solution, step by step (``exercises.kinds.worked``); by default one
+        step per asked part."""
+        return answer_steps(asks, solution)
 
     def describe(self) -> dict[str, Any]:
         return {

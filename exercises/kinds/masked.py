@@ -107,7 +107,8 @@ class CausalKind(_MaskedWeightsKind):
         "predict": ParamSpec(
             "choice",
             "none",
-            "Ask a prediction first: 'token_0' (what does the first token attend to?) or 'top_key' "
+            "Ask a prediction first: 'token_0' (a concept check: what does the first token "
+            "attend to? the same answer in every variant) or 'top_key' "
             "(which key gets the most weight in a row).",
             choices=("none", "token_0", "top_key"),
         ),

@@ -42,6 +42,7 @@ from exercises.kinds.recipes import (
     weights_degenerate,
     weights_slack,
 )
+from exercises.kinds.worked import SOFTMAX_HOW, Step, attention_steps, step
 
 
 @register
@@ -58,7 +59,7 @@ class MultiHeadKind(ExerciseKind):
         "d_head": ParamSpec(
             "int",
             2,
-            "Width of each head, d_k = d_model / h (at least 2 with scale on).",
+            "Width of each head, dₖ = d_model / h (at least 2 with scale on).",
             1,
             4,
         ),
@@ -236,6 +237,95 @@ class MultiHeadKind(ExerciseKind):
             slack,
         )
         return out
+
+    def hint(self, part: str, inputs: dict[str, Any]) -> str:
+        h = int(inputs["heads"])
+        d_head = len(inputs["X"][0]) // h
+        if part.startswith("weights_head_"):
+            i = int(part.rsplit("_", 1)[1])
+            first, last = i * d_head + 1, (i + 1) * d_head
+            scale = "divide by √dₖ, " if inputs["scale"] else ""
+            return (
+                f"Head {i + 1} reads columns {first} to {last} of Q = X · W_Q, K = X · W_K and "
+                f"V = X · W_V (its own block of dₖ adjacent columns). Score its queries against "
+                f"its keys, Q{i + 1}K{i + 1}ᵀ, {scale}set each blocked entry to −∞, then take "
+                f"the softmax of each row, over the keys: {SOFTMAX_HOW}."
+            )
+        if part == "output":
+            return (
+                "From your head weights: each head's output is its weights times its own "
+                "columns of V; concatenate the heads' outputs in order, head 1's columns first, "
+                "then multiply the concatenation by W_O."
+            )
+        return super().hint(part, inputs)
+
+    # Over 60 lines on purpose: the projections, every head's steps and the mix, in the order they are worked.
+    def worked_steps(
+        self, inputs: dict[str, Any], solution: Mapping[str, Any], asks: list[dict[str, Any]]
+    ) -> list[Step]:
+        X, Wq, Wk, Wv, Wo = input_arrays(inputs, "X", "W_Q", "W_K", "W_V", "W_O")
+        mask = np.asarray(inputs["mask"], dtype=bool)
+        h, scale = int(inputs["heads"]), bool(inputs["scale"])
+        trace = engine.multi_head_attention(
+            X,
+            Wq,
+            Wk,
+            Wv,
+            Wo,
+            n_heads=h,
+            mask=mask if mask.any() else None,
+            scale=scale,
+            return_intermediates=True,
+        )
+        steps = [
+            step(
+                name,
+                f"{name} = X · W_{name}, all heads",
+                engine.merge_heads(np.asarray(value)),
+                f"Head i takes its own block of dₖ = {X.shape[1] // h} adjacent columns.",
+            )
+            for name, value in (("Q", trace.Q), ("K", trace.K), ("V", trace.V))
+        ]
+        for i in range(h):
+            # The head alone, through the same engine call the block makes for every head.
+            head = engine.scaled_dot_product_attention(
+                trace.Q[i],
+                trace.K[i],
+                trace.V[i],
+                mask=mask if mask.any() else None,
+                scale=scale,
+                return_intermediates=True,
+            )
+            parts = {"scores": None, "weights": f"weights_head_{i}", "output": None}
+            steps += attention_steps(
+                head,
+                mask,
+                scale,
+                X.shape[1] // h,
+                parts=parts,
+                prefix=f"head_{i + 1}_",
+                label=f"Head {i + 1}: ",
+            )
+            steps.append(
+                step(
+                    f"head_{i + 1}_output",
+                    f"Head {i + 1}: output A{i + 1}V{i + 1}",
+                    trace.head_outputs[i],
+                    "Row i mixes the head's value rows with row i of its weights.",
+                )
+            )
+        steps.append(
+            step(
+                "concat",
+                "The heads' outputs concatenated, head 1's columns first",
+                trace.concat,
+                "One row per token, h · dₖ = d_model columns.",
+            )
+        )
+        steps.append(
+            step("output", "Output: the concatenation times W_O", trace.output, part="output")
+        )
+        return steps
 
     def degenerate(self, generated: Generated) -> str | None:
         mask = np.asarray(generated.inputs["mask"], dtype=bool)

@@ -13,12 +13,14 @@ from exercises.kinds.attention import (
     ATTENTION_MISTAKES,
     MAX_TOKENS,
     MAX_WIDTH,
+    OUTPUT_HINT,
     SCALE_SPEC,
     SIZE_HELP,
     input_arrays,
     mask_words,
     scale_needs_width,
     scale_width_rule,
+    weights_hint,
 )
 from exercises.kinds.base import (
     ROUNDING_RULE,
@@ -43,6 +45,7 @@ from exercises.kinds.recipes import (
     weights_degenerate,
     weights_slack,
 )
+from exercises.kinds.worked import Step, attention_steps, step
 
 # The lesson's application: "bag delayed refund" as one-hot rows, hand-set projections.
 LESSON_X = np.eye(3)
@@ -80,7 +83,7 @@ class ProjectionKind(ExerciseKind):
             "int",
             3,
             "Width of the token vectors. Only with preset 'random'. At least 2: one column "
-            "wide, every score matrix is symmetric (Q K^T and K Q^T agree) and one-hot tokens "
+            "wide, every score matrix is symmetric (QKᵀ and KQᵀ agree) and one-hot tokens "
             "are all alike, so no variant could tell right from wrong.",
             2,
             MAX_WIDTH,
@@ -241,6 +244,46 @@ class ProjectionKind(ExerciseKind):
         if output is not None:
             out["output"] = Follow(output, ("weights", "V"), "your weights and V")
         return out
+
+    def hint(self, part: str, inputs: dict[str, Any]) -> str:
+        if part in ("Q", "K", "V"):
+            return (
+                f"Multiply the token rows by W_{part[0]}: row i of {part} is row i of X times "
+                f"W_{part[0]} ({part} = X · W_{part[0]}, one row per token, as wide as "
+                f"W_{part[0]} has columns)."
+            )
+        if part == "weights":
+            return (
+                "From your Q and K: "
+                + weights_hint(False, bool(inputs["scale"]))[0].lower()
+                + weights_hint(False, bool(inputs["scale"]))[1:]
+            )
+        if part == "output":
+            return OUTPUT_HINT.replace("by V:", "by your V:")
+        return super().hint(part, inputs)
+
+    def worked_steps(
+        self, inputs: dict[str, Any], solution: Mapping[str, Any], asks: list[dict[str, Any]]
+    ) -> list[Step]:
+        X, Wq, Wk, Wv = input_arrays(inputs, "X", "W_Q", "W_K", "W_V")
+        mask = np.asarray(inputs["mask"], dtype=bool)
+        scale = bool(inputs["scale"])
+        Q, K, V = engine.project(X, Wq, Wk, Wv)
+        steps = [
+            step(
+                name,
+                f"{name} = X · W_{name}",
+                value,
+                f"Row i is token i's row of X times W_{name}.",
+                part=name,
+            )
+            for name, value in (("Q", Q), ("K", K), ("V", V))
+        ]
+        trace = engine.scaled_dot_product_attention(
+            Q, K, V, mask=mask if mask.any() else None, scale=scale, return_intermediates=True
+        )
+        parts = {"scores": None, "weights": "weights", "output": "output"}
+        return steps + attention_steps(trace, mask, scale, Q.shape[1], parts=parts)
 
     def degenerate(self, generated: Generated) -> str | None:
         mask = np.asarray(generated.inputs["mask"], dtype=bool)

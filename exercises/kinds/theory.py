@@ -29,6 +29,7 @@ from exercises.kinds.hand import (
     softmax_by_hand_fails,
     softmax_hand_slack,
 )
+from exercises.kinds.worked import SOFTMAX_HOW, Step, num, softmax_row_steps, step
 
 SHAPE_PARTS = (
     ("Q_shape", "Q = X W_Q of one head"),
@@ -64,7 +65,7 @@ class ShapesKind(ExerciseKind):
     params: ClassVar[dict[str, ParamSpec]] = {
         "n": ParamSpec("int", 6, "Number of tokens.", 1, 4096),
         "heads": ParamSpec("int", 2, "Number of heads h.", 1, 64),
-        "d_head": ParamSpec("int", 4, "Width of each head, d_k = d_model / h.", 1, 256),
+        "d_head": ParamSpec("int", 4, "Width of each head, dₖ = d_model / h.", 1, 256),
         "vary": ParamSpec("bool", True, VARY_HELP),
     }
     # Shapes are integers: only the exact answer is right.
@@ -161,6 +162,28 @@ class ShapesKind(ExerciseKind):
                 np.array([concat[0], d_model]), ("concat_shape",), "your concatenation's shape"
             ),
         }
+
+    hints: ClassVar[dict[str, str]] = {
+        "Q_shape": "One row per token; as many columns as one head's width, dₖ = d_model / h "
+        "(W_Q of one head has d_model rows and dₖ columns).",
+        "K_shape": "Like Q: one row per token, one head's width dₖ = d_model / h of columns.",
+        "V_shape": "One row per token; one head's value width dᵥ = d_model / h of columns.",
+        "scores_shape": "QKᵀ: the rows of Q (one per query) by the rows of K (one per key).",
+        "weights_shape": "The softmax keeps the shape of the scores: it works along each row.",
+        "head_output_shape": "AV: the rows of the weights (one per query) by the columns of V.",
+        "concat_shape": "The h heads' outputs side by side: the same rows, h times one head's "
+        "columns.",
+        "output_shape": "The concatenation times W_O (d_model × d_model): the same rows, "
+        "d_model columns.",
+    }
+
+    def worked_steps(
+        self, inputs: dict[str, Any], solution: Mapping[str, Any], asks: list[dict[str, Any]]
+    ) -> list[Step]:
+        return [
+            step(name, f"Shape of {words}", solution[name], self.hints[name], part=name)
+            for name, words in SHAPE_PARTS
+        ]
 
     def degenerate(self, generated: Generated) -> str | None:
         n, d_model, h = (generated.inputs[k] for k in ("n", "d_model", "heads"))
@@ -346,6 +369,48 @@ class PositionalEncodingKind(ExerciseKind):
             rows = _swap_sin_cos(rows, layout)
         return {f"pe_{p}": rows[i] for i, p in enumerate(positions)}
 
+    def hint(self, part: str, inputs: dict[str, Any]) -> str:
+        pos = part.removeprefix("pe_")
+        layout = self._layout(inputs)
+        where = (
+            "sine on the even dimensions, cosine on the odd ones, pair by pair"
+            if layout == "interleaved"
+            else "all the sines first, then the cosines of the same angles"
+        )
+        return (
+            f"For position {pos}, compute each angle ωᵢ = {pos} / 10000 to the power 2i / d_model, for "
+            "i = 0 to d_model/2 − 1, in radians (the exponent 2i / d_model exact); then write "
+            f"the sine and the cosine of each angle, {where}."
+        )
+
+    def worked_steps(
+        self, inputs: dict[str, Any], solution: Mapping[str, Any], asks: list[dict[str, Any]]
+    ) -> list[Step]:
+        d, layout = inputs["d_model"], self._layout(inputs)
+        steps = []
+        for pos in inputs["positions"]:
+            angles = pos / 10000 ** (2 * np.arange(d // 2) / d)
+            steps.append(
+                step(
+                    f"angles_{pos}",
+                    f"Angles ωᵢ for position {pos}",
+                    angles,
+                    f"ωᵢ = {pos} / 10000 to the power 2i / {d}, for i = 0 to {d // 2 - 1}, in radians.",
+                )
+            )
+            steps.append(
+                step(
+                    f"pe_{pos}",
+                    f"Position vector for position {pos}",
+                    pe_rows([pos], d, layout)[0],
+                    "sin ωᵢ and cos ωᵢ, interleaved (sine on the even dimensions)"
+                    if layout == "interleaved"
+                    else "sin ω₀ … then cos ω₀ …: all the sines, then the cosines.",
+                    part=f"pe_{pos}",
+                )
+            )
+        return steps
+
     def accepted_alternatives(self, inputs: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         if inputs.get("layout") != "either":
             return []
@@ -364,10 +429,10 @@ SATURATED = 0.9  # a softmax row whose largest weight reaches this reads one key
 @register
 class ScalingKind(ExerciseKind):
     name = "scaling"
-    title = "Why divide by sqrt(d_k)"
+    title = "Why divide by √dₖ"
     description = (
-        "The variance of a query-key dot product grows with d_k; compare the softmax of "
-        "the same scores with and without the 1/sqrt(d_k) scale."
+        "The variance of a query-key dot product grows with dₖ; compare the softmax of "
+        "the same scores with and without the 1/√dₖ scale."
     )
     params: ClassVar[dict[str, ParamSpec]] = {
         # Below 4 the unscaled row of hand-sized scores rarely saturates: nothing to compare.
@@ -382,7 +447,7 @@ class ScalingKind(ExerciseKind):
         "predict": ParamSpec(
             "choice",
             "none",
-            "'scale_effect' first asks whether removing 1/sqrt(d_k) sharpens or flattens the row.",
+            "'scale_effect' first asks whether removing 1/√dₖ sharpens or flattens the row.",
             choices=("none", "scale_effect"),
         ),
     }
@@ -486,6 +551,45 @@ class ScalingKind(ExerciseKind):
             )
         return out
 
+    hints: ClassVar[dict[str, str]] = {
+        "variance": "The dot product q · k is a sum of dₖ independent products, each of mean 0 "
+        "and variance 1; the variances of independent terms add.",
+        "weights_scaled": "Divide each raw score by √dₖ first, then take the softmax of the "
+        f"row: {SOFTMAX_HOW}.",
+        "weights_unscaled": "Take the softmax of the raw scores as they are, with no scale: "
+        f"{SOFTMAX_HOW}.",
+    }
+
+    def worked_steps(
+        self, inputs: dict[str, Any], solution: Mapping[str, Any], asks: list[dict[str, Any]]
+    ) -> list[Step]:
+        d_k = inputs["d_k"]
+        s = np.asarray(inputs["scores"], dtype=float)
+        scaled = s / np.sqrt(d_k)
+        steps = [
+            step(
+                "variance",
+                "Variance of q · k",
+                solution["variance"],
+                f"A sum of dₖ = {d_k} independent products of variance 1: variance dₖ.",
+                part="variance",
+            ),
+            step(
+                "scaled_scores",
+                "Scaled scores s / √dₖ",
+                scaled,
+                f"Each raw score divided by √{d_k} = {num(np.sqrt(d_k))}.",
+            ),
+        ]
+        for z, part, label in (
+            (scaled, "weights_scaled", "Scaled: "),
+            (s, "weights_unscaled", "Unscaled: "),
+        ):
+            steps += softmax_row_steps(
+                z[None], engine.softmax(z[None]), part=part, prefix=f"{part}_", label=label
+            )
+        return steps
+
     def degenerate(self, generated: Generated) -> str | None:
         scaled = max(generated.solution["weights_scaled"])
         unscaled = max(generated.solution["weights_unscaled"])
@@ -562,7 +666,9 @@ class CostKind(ExerciseKind):
             rf"A transformer has $L = {L}$ layers of width $d_{{model}} = {d}$ with $h = {h}$ "
             rf"heads and reads $n = {n}$ tokens. (1) How many entries has one head's score "
             rf"matrix in one layer, and (2) how many bytes do all score matrices of all heads "
-            rf"and layers take at {b} byte(s) per entry? (3) How many weights (no biases) do "
+            rf"and layers take at {b} byte(s) per entry, as training at batch 1 stores them for "
+            r"the backward pass? (Inference with a KV cache keeps the keys and values instead, "
+            r"and only the newest token's scores.) (3) How many weights (no biases) do "
             r"$W_Q, W_K, W_V, W_O$ of one layer hold, all heads together, each head of width "
             r"$d_k = d_{model}/h$ (so each of the four is $d_{model} \times d_{model}$), and "
             r"(4) the feed-forward network with a 4x hidden expansion? (5) What share of one "
@@ -615,6 +721,79 @@ class CostKind(ExerciseKind):
         if decimals is not None:
             out["quadratic_share"] = float(f"{out['quadratic_share']:.3g}")
         return {k: np.asarray(v, dtype=object if k in COUNTS else float) for k, v in out.items()}
+
+    hints: ClassVar[dict[str, str]] = {
+        "score_entries": "One head's score matrix in one layer has a row per query and a "
+        "column per key: n × n entries.",
+        "score_bytes": "Training at batch 1 keeps one score matrix per head per layer for the "
+        "backward pass: multiply your entry count by the heads, the layers and the bytes per "
+        "entry.",
+        "attention_params": "W_Q, W_K, W_V and W_O are each d_model × d_model, all heads "
+        "together: add up their weights, no biases.",
+        "ffn_params": "The feed-forward network has two matrices, d_model × 4 · d_model up and "
+        "4 · d_model × d_model back: add up their weights, no biases.",
+        "quadratic_share": "The n × n part is QKᵀ and AV, n² · d_model multiply-adds each; the "
+        "per-token part is one multiply-add per weight of (3) and (4) for each of the n tokens. "
+        "The share is the n × n part over the two together.",
+    }
+
+    def worked_steps(
+        self, inputs: dict[str, Any], solution: Mapping[str, Any], asks: list[dict[str, Any]]
+    ) -> list[Step]:
+        n, d, h, L, b = (inputs[k] for k in ("n", "d_model", "heads", "layers", "bytes_per_entry"))
+        nn_part, per_token = 2 * n * n * d, 12 * n * d * d
+        return [
+            step(
+                "score_entries",
+                "Entries of one score matrix",
+                solution["score_entries"],
+                f"n × n = {n} × {n}.",
+                part="score_entries",
+            ),
+            step(
+                "score_bytes",
+                "Bytes of every score matrix",
+                solution["score_bytes"],
+                f"n² · h · L · bytes = {n}² · {h} · {L} · {b}: what training at batch 1 "
+                "stores for the backward pass. Inference with a KV cache keeps the keys and "
+                f"values instead, 2 · n · d_model · L = {2 * n * d * L} numbers, and only the "
+                "newest token's scores.",
+                part="score_bytes",
+            ),
+            step(
+                "attention_params",
+                "Weights of W_Q, W_K, W_V, W_O",
+                solution["attention_params"],
+                f"4 · d_model² = 4 · {d}².",
+                part="attention_params",
+            ),
+            step(
+                "ffn_params",
+                "Weights of the feed-forward network",
+                solution["ffn_params"],
+                f"d_model · 4 · d_model up and back: 8 · d_model² = 8 · {d}².",
+                part="ffn_params",
+            ),
+            step(
+                "nn_part",
+                "Multiply-adds of the n × n part",
+                nn_part,
+                f"QKᵀ and AV, n² · d_model each: 2 · {n}² · {d}.",
+            ),
+            step(
+                "per_token_part",
+                "Multiply-adds of the per-token part",
+                per_token,
+                f"(4 + 8) · d_model² per token, for n tokens: 12 · {n} · {d}².",
+            ),
+            step(
+                "quadratic_share",
+                "Share of the n × n part",
+                solution["quadratic_share"],
+                f"{nn_part} / ({nn_part} + {per_token}) = n / (n + 6 · d_model).",
+                part="quadratic_share",
+            ),
+        ]
 
     def follow_on(
         self,

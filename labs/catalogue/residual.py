@@ -7,10 +7,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from labs.catalogue.block import block_source, output
-from labs.catalogue.references import N_TOKENS, block, head_weights
-from labs.judging import CallProblem, LabTest, Results, as_number, describe, judge, mismatch
+from labs.catalogue.block import HINTS as BLOCK_HINTS
+from labs.catalogue.block import block_source, output, right_block
+from labs.catalogue.references import block, block_variants, head_weights, multi_head_variants
+from labs.judging import CallProblem, Failure, LabTest, Results, judge, layer_norm_forms
 from labs.spec import Call, Lab, RunResult, Verdict
+from labs.values import TOLERANCE, as_number, describe, first_match, matches
 
 STATEMENTS = {
     1: (
@@ -49,8 +51,10 @@ changes:
 
 {_choices}
 
-The service calls your block both ways and checks that the statement you chose holds on
-your block's own outputs.
+The service draws the sizes and the weights afresh on every run, calls your block both
+ways, and checks that the statement you chose holds on your block's own outputs. The
+block's outputs must be `ndarray`s with a floating dtype (float64 or float32 both pass),
+each entry {TOLERANCE.words()}; LayerNorm's $\varepsilon$ follows the block lab's rule.
 """
 
 STARTER = '''import numpy as np
@@ -82,12 +86,22 @@ REFERENCE = _source(RIGHT)
 MISTAKES = {
     "residual_statement_wrong": _source(1),
     "residual_not_removed": _source(RIGHT, combine="layer_norm(X + mixed)"),
+    "residual_flag_inverted": _source(
+        RIGHT, combine="layer_norm(mixed if residual else X + mixed)"
+    ),
 }
 
 TESTS = (
     "with the residual: the engine's block",
     "without the residual: LayerNorm(MultiHead(X))",
     "the statement chosen holds on your outputs",
+)
+HINTS = (
+    BLOCK_HINTS[1],
+    "With residual=False, leave X out of the sum: apply LayerNorm (over the last axis) to "
+    "MultiHead(X) alone.",
+    "Compare your two outputs row by row: their means and variances over the last axis, "
+    "and the correlation of output row i with input row i, with and without the residual.",
 )
 
 
@@ -102,9 +116,10 @@ def row_correlation(Y: np.ndarray, X: np.ndarray) -> float:
 
 
 def calls(rng: np.random.Generator) -> list[Call]:
-    for _ in range(20):
-        W = head_weights(rng)
-        X = rng.normal(0.0, 1.0, (N_TOKENS, 8))
+    for _ in range(50):
+        d_k = int(rng.choice([3, 4, 5]))
+        W = head_weights(rng, heads=2, d_model=2 * d_k, d_k=d_k)
+        X = rng.normal(0.0, 1.0, (int(rng.integers(5, 9)), 2 * d_k))
         drop = row_correlation(block(X, W), X) - row_correlation(block(X, W, residual=False), X)
         if drop >= DRAWN_DROP:
             break
@@ -121,17 +136,54 @@ def _inputs(call: Call) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     return np.asarray(X), dict(zip(("W_Q", "W_K", "W_V", "W_O"), Ws, strict=True))
 
 
-def _with(r: Results) -> str | None:
-    X, W = _inputs(r.call("block/with"))
-    return mismatch(block(X, W), r.value("block/with"))
+def _with(r: Results) -> Failure | None:
+    return right_block(r, "block/with")
 
 
-def _without(r: Results) -> str | None:
+def _without(r: Results) -> Failure | str | None:
     X, W = _inputs(r.call("block/without"))
     got = r.value("block/without")
-    if mismatch(block(X, W), got) is None:
-        return "block(residual=False) returned the block with the residual: leave X out of the sum"
-    return mismatch(block(X, W, residual=False), got)
+    failure = right_block(r, "block/without", residual=False)
+    if failure is not None and matches(block(X, W), got):
+        return Failure(
+            "block(residual=False) returned the block with the residual: leave X out of the sum",
+            failure.expected,
+            failure.got,
+            failure.input,
+        )
+    return failure
+
+
+def _inverted(r: Results) -> bool:
+    X, W = _inputs(r.call("block/with"))
+    return matches(block(X, W, residual=False), r.get("block/with")) and matches(
+        block(X, W), r.get("block/without")
+    )
+
+
+def _diagnose_with(r: Results) -> str:
+    if _inverted(r):
+        return "residual_flag_inverted"
+    X, W = _inputs(r.call("block/with"))
+    return first_match(r.get("block/with"), block_variants(X, W))
+
+
+def _diagnose_without(r: Results) -> str:
+    if _inverted(r):
+        return "residual_flag_inverted"
+    X, W = _inputs(r.call("block/without"))
+    got = r.get("block/without")
+    if matches(block(X, W), got):
+        return "residual_not_removed"
+    variants: dict[str, list[np.ndarray]] = {}
+    for code, mixed in multi_head_variants(X, W).items():
+        candidates: list[np.ndarray | None] = [*mixed] if isinstance(mixed, list) else []
+        if not isinstance(mixed, list):
+            candidates.append(mixed)
+        variants[code] = [
+            layer_norm_forms(each)["inside"] for each in candidates if each is not None
+        ]
+    return first_match(got, variants)
 
 
 def answer(r: Results) -> int:
@@ -157,26 +209,27 @@ def _statement(r: Results) -> str | None:
         f"{variances.min():.3f} to {variances.max():.3f}; the correlation of output rows "
         f"with input rows is {before:.2f} with the residual and {after:.2f} without"
     )
-    normalised = means < 1e-6 and bool(np.all(np.abs(variances - 1.0) < 1e-2))
+    normalised = means < 1e-4 and bool(np.all(np.abs(variances - 1.0) < 1e-2))
     if chosen == RIGHT and normalised and before - after >= MIN_DROP:
         return None
     if chosen == RIGHT:
-        return f"statement 2 does not hold on your block's outputs: {facts}; check residual=False"
-    return f"statement {chosen} does not describe your block: {facts}"
+        return f"Statement 2 does not hold on your block's outputs: {facts}; check residual=False"
+    return f"Statement {chosen} does not describe your block: {facts}"
 
 
-def _diagnose(r: Results) -> str:
-    X, W = _inputs(r.call("block/without"))
-    if mismatch(block(X, W), r.get("block/without")) is None:
-        return "residual_not_removed"
+def _diagnose_statement(r: Results) -> str:
     if as_number(r.get("residual_answer")) in set(STATEMENTS) - {RIGHT}:
         return "residual_statement_wrong"
     return ""
 
 
 def judge_run(made: Sequence[Call], run: RunResult) -> Verdict:
-    tests = (LabTest(TESTS[0], _with), LabTest(TESTS[1], _without), LabTest(TESTS[2], _statement))
-    return judge(tests, made, run, _diagnose)
+    tests = (
+        LabTest(TESTS[0], _with, HINTS[0], _diagnose_with),
+        LabTest(TESTS[1], _without, HINTS[1], _diagnose_without),
+        LabTest(TESTS[2], _statement, HINTS[2], _diagnose_statement),
+    )
+    return judge(tests, made, run)
 
 
 LAB = Lab(

@@ -41,19 +41,60 @@
   var numbers = document.createElement("pre");
   gutter.appendChild(numbers);
   code.parentNode.insertBefore(gutter, code);
-  var shownLines = 0;
+  var shownLines = "";
+
+  // On a narrow screen long lines wrap, so nothing is hidden past the edge (a phone shows
+  // no scrollbar to hint at it). The gutter then numbers each line once, on its first
+  // row, with blank rows for its continuation: a hidden mirror of the textarea, one block
+  // per line at the same width and font, says how many rows each line takes.
+  var narrow = window.matchMedia ? window.matchMedia("(max-width: 30rem)") : null;
+  var mirror = null;
+
+  function wrapping() { return !!(narrow && narrow.matches); }
+
+  function rowsPerLine(lines) {
+    if (!mirror) {
+      mirror = document.createElement("div");
+      mirror.className = "code-mirror";
+      mirror.setAttribute("aria-hidden", "true");
+      code.parentNode.appendChild(mirror);
+    }
+    var style = getComputedStyle(code);
+    var width = code.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    mirror.style.width = Math.max(1, width) + "px";
+    mirror.textContent = "";
+    var blocks = lines.map(function (line) {
+      var block = document.createElement("div");
+      block.textContent = line || " ";
+      mirror.appendChild(block);
+      return block;
+    });
+    var lineHeight = parseFloat(style.lineHeight) || 1;
+    return blocks.map(function (block) {
+      return Math.max(1, Math.round(block.getBoundingClientRect().height / lineHeight));
+    });
+  }
 
   function renumber() {
-    var lines = code.value.split("\n").length;
-    if (lines !== shownLines) {
+    var lines = code.value.split("\n");
+    var wrap = wrapping();
+    code.classList.toggle("wrapping", wrap);
+    var rows = wrap ? rowsPerLine(lines) : null;
+    var key = lines.length + (rows ? ":" + rows.join(",") + ":" + code.clientWidth : "");
+    if (key !== shownLines) {
       var text = [];
-      for (var i = 1; i <= lines; i++) text.push(String(i));
+      for (var i = 1; i <= lines.length; i++) {
+        text.push(String(i));
+        for (var extra = 1; rows && extra < rows[i - 1]; extra++) text.push("");
+      }
       numbers.textContent = text.join("\n");
-      gutter.style.setProperty("--digits", String(Math.max(2, String(lines).length)));
-      shownLines = lines;
+      gutter.style.setProperty("--digits", String(Math.max(2, String(lines.length).length)));
+      shownLines = key;
     }
     follow();
   }
+  if (narrow && narrow.addEventListener) narrow.addEventListener("change", renumber);
+  window.addEventListener("resize", renumber);
 
   function follow() {
     gutter.scrollTop = code.scrollTop;

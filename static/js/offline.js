@@ -24,6 +24,28 @@
 // This file loads in <head> without defer: it marks the page (html[data-queue=pending])
 // before the body is drawn, so the review page can hide its card until the queue is
 // settled (a card answered offline is never shown again).
+
+// Keyboard hints ("press 1 / 2") show only where a keyboard is at hand: a fine pointer
+// that hovers (static/css/site.css), or once a key is pressed outside a text field on any
+// page (html[data-keyboard], remembered for the tab), so a touch phone never shows them.
+(function () {
+  "use strict";
+  var KEY = "study.keyboard";
+  var root = document.documentElement;
+  try {
+    if (window.sessionStorage.getItem(KEY)) root.setAttribute("data-keyboard", "");
+  } catch (e) { /* storage blocked: the media query alone decides */ }
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    if (root.hasAttribute("data-keyboard")) return;
+    // A virtual keyboard typing into a field is no sign of a physical one.
+    if (target && target.closest && (target.isContentEditable || target.closest("input, textarea, select"))) return;
+    if (event.key === "Unidentified" || event.key === "Process") return;
+    root.setAttribute("data-keyboard", "");
+    try { window.sessionStorage.setItem(KEY, "1"); } catch (e) { /* storage blocked */ }
+  }, true);
+})();
+
 (function () {
   "use strict";
   var STORE = "study.review-queue.v1";

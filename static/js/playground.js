@@ -327,20 +327,26 @@
   var predict = document.getElementById("pg-predict");
   if (predict) {
     var verdict = document.getElementById("pg-predict-verdict");
+    // While the results wait, the results panel says why and offers the skip too.
+    var waiting = document.getElementById("pg-results-waiting");
     var reveal = function () {
       results.hidden = false;
+      if (waiting) waiting.hidden = true;
       panel.classList.remove("pending");
       syncScrollers();
     };
     results.hidden = true;
+    if (waiting) waiting.hidden = false;
     // Nothing to keep in view yet: the panel stays in its place and covers no choice.
     panel.classList.add("pending");
     predict.hidden = false;
-    document.getElementById("pg-predict-skip").addEventListener("click", function () {
+    var skip = function () {
       predict.hidden = true;
       reveal();
       document.getElementById("results-heading").focus();
-    });
+    };
+    document.getElementById("pg-predict-skip").addEventListener("click", skip);
+    if (waiting) document.getElementById("pg-results-skip").addEventListener("click", skip);
     predict.addEventListener("submit", function (event) {
       event.preventDefault();
       var chosen = predict.querySelector("input[name=pg-prediction]:checked");

@@ -175,18 +175,42 @@
     });
   }
 
+  // The counter as the page was rendered, and the cards it carries (the one shown first).
+  // A card shown instead of the first is counted from there: the page's position plus the
+  // page's cards answered since it was rendered (waiting, sent lately or graded here), so
+  // a kept copy reloaded offline counts the same as the page it replaced.
+  var progressLabel = document.getElementById("review-progress");
+  var progressBar = document.querySelector("progress");
+  var rendered = /^Card (\d+) of (\d+)$/.exec(progressLabel ? progressLabel.textContent.trim() : "");
+  var renderedDone = progressBar ? Number(progressBar.value) : 0;
+  var carriedTemplate = document.getElementById("offline-cards");
+  var pageCards = [article.getAttribute("data-card")].concat(carriedTemplate
+    ? Array.prototype.map.call(carriedTemplate.content.querySelectorAll("[data-card]"), function (node) {
+      return node.getAttribute("data-card");
+    })
+    : []);
+  var gradedHere = {};
+
   function advanceProgress() {
-    var progress = document.querySelector("progress");
-    var label = document.getElementById("review-progress");
-    if (progress) progress.value = Number(progress.value) + 1;
-    if (label) {
-      var match = /^Card (\d+) of (\d+)$/.exec(label.textContent.trim());
-      if (match) label.textContent = "Card " + (Number(match[1]) + 1) + " of " + match[2];
+    var offset = pageCards.filter(function (id) { return gradedHere[id] || answered(id); }).length;
+    if (progressBar) progressBar.value = Math.min(renderedDone + offset, Number(progressBar.max) || Infinity);
+    if (rendered && progressLabel) {
+      var total = Number(rendered[2]);
+      progressLabel.textContent = "Card " + Math.min(Number(rendered[1]) + offset, total) + " of " + total;
     }
+  }
+
+  // The card's lesson section, linked with the answer; hidden for a card without one.
+  function showLessonLink(url) {
+    var box = document.getElementById("lesson-link");
+    if (!box) return;
+    box.hidden = !url;
+    box.querySelector("a").setAttribute("href", url || "");
   }
 
   function showCarried(node, keepFocus) {
     showInterview(node);
+    showLessonLink(node.getAttribute("data-lesson"));
     article.setAttribute("data-card", node.getAttribute("data-card"));
     form.querySelector("input[name=card]").value = node.getAttribute("data-card");
     document.getElementById("card-prompt-label").textContent = node.getAttribute("data-label");
@@ -248,6 +272,7 @@
   function grade(result) {
     if (submitted) return;
     submitted = true;  // one review per card, even on a repeated key press
+    gradedHere[article.getAttribute("data-card")] = true;
     var entry = { card: Number(article.getAttribute("data-card")), result: result };
     var written = writtenAnswer();
     if (written) entry.answer_text = written;

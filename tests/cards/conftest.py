@@ -43,3 +43,16 @@ def log_entry(learner, card, result="fail", undo_of=None, **fields) -> ReviewLog
         undo_of=undo_of,
         **fields,
     )
+
+
+def reviewed_on_study_day(user, at: dt.datetime) -> None:
+    """Mark ``user`` as having reviewed on their study day at ``at``: the pace's placement
+    job places new cards only for learners who reviewed that day."""
+    from cards import ladder
+    from cards.models import LearnerProfile, ReviewDay
+
+    profile = LearnerProfile.objects.get(user=user)
+    day = ladder.study_day(at, ladder.zone_or_utc(profile.timezone), profile.day_starts_at)
+    ReviewDay.objects.get_or_create(
+        learner=user, study_day=day, defaults={"reviews": 1, "passes": 1}
+    )

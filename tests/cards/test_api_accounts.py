@@ -36,6 +36,8 @@ def test_register_then_token_then_me(anon_api):
         "day_starts_at": 4,
         "reminders": True,
         "reminder_hour": 9,
+        "new_cards_per_day": 20,
+        "theme": "auto",
     }
 
 

@@ -16,6 +16,7 @@ def test_decks_list_shows_counts_and_enrolment(api, deck, other_deck):
         "description": "Heads and masks",
         "card_count": 4,
         "enrolled": True,
+        "waiting": 0,
     }
     assert decks["positions"]["enrolled"] is False
     assert api.get("/api/v1/decks/positions/").json()["card_count"] == 1

@@ -28,7 +28,12 @@ def test_requests_without_credentials_get_401(anon_api, deck):
 def test_golden_sequence_through_the_api(api, deck):
     with time_machine.travel(START, tick=False) as traveller:
         body = enroll(api)
-        assert body == {"deck": "attention", "scheduled": 4, "first_due_on": "2026-03-03"}
+        assert body == {
+            "deck": "attention",
+            "scheduled": 4,
+            "waiting": 0,
+            "first_due_on": "2026-03-03",
+        }
         assert api.get("/api/v1/reviews/due/").json()["count"] == 0
 
         card = Card.objects.filter(deck=deck).order_by("id").first()

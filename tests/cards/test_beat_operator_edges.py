@@ -25,6 +25,8 @@ from cards.services.reminders import reminder_pass_here
 from cards.services.scheduling import schedule_new_cards
 from exercises.models import Exercise
 
+from .conftest import reviewed_on_study_day
+
 MON = dt.date(2026, 3, 2)
 LONG_AGO = dt.date(2020, 1, 1)
 AT = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)  # Monday noon UTC
@@ -36,7 +38,7 @@ RETRY_AFTER = dt.timedelta(minutes=10)
 def make_learner(db, django_user_model):
     counter = iter(range(1, 10_000))
 
-    def make(tz="UTC", day_starts_at=4, *, decks=(), email=True):
+    def make(tz="UTC", day_starts_at=4, *, decks=(), email=True, reviewed=False):
         n = next(counter)
         user = django_user_model.objects.create(
             username=f"learner{n}", email=f"learner{n}@example.org" if email else ""
@@ -46,6 +48,8 @@ def make_learner(db, django_user_model):
         )
         for deck in decks:
             Enrollment.objects.create(learner=user, deck=deck)
+        if reviewed:
+            reviewed_on_study_day(user, AT)
         return user
 
     return make
@@ -75,8 +79,8 @@ def make_due(user, deck, n):
 
 def test_a_time_zone_name_naming_a_folder_counts_as_utc_and_stops_nobody(deck, make_learner):
     # "America" passes a free-text admin field; the zone database finds a folder there.
-    odd = make_learner("America", 4, decks=[deck])
-    berlin = make_learner("Europe/Berlin", 4, decks=[deck])
+    odd = make_learner("America", 4, decks=[deck], reviewed=True)
+    berlin = make_learner("Europe/Berlin", 4, decks=[deck], reviewed=True)
 
     assert schedule_new_cards(at=AT) == 8
 
@@ -100,10 +104,10 @@ def test_every_learner_at_every_chunk_edge_is_placed_exactly_once(make_learner, 
     Card.objects.bulk_create(
         [Card(deck=d, prompt=f"{d.slug}-{i}", position=i) for d in decks for i in range(2)]
     )
-    learners = [make_learner(decks=decks) for _ in range(6)]
+    learners = [make_learner(decks=decks, reviewed=True) for _ in range(6)]
     # A gap in the ids, and a learner enrolled in one deck only.
     type(learners[0]).objects.filter(pk=learners[2].pk).delete()
-    single = make_learner(decks=decks[:1])
+    single = make_learner(decks=decks[:1], reviewed=True)
 
     assert schedule_new_cards(at=AT, chunk_size=chunk_size) == 5 * 4 + 2
     assert schedule_new_cards(at=AT, chunk_size=chunk_size) == 0
@@ -114,7 +118,7 @@ def test_every_learner_at_every_chunk_edge_is_placed_exactly_once(make_learner, 
 
 
 def test_cards_of_a_deck_the_learner_left_are_not_placed(deck, other_deck, make_learner):
-    learner = make_learner(decks=[deck, other_deck])
+    learner = make_learner(decks=[deck, other_deck], reviewed=True)
     Enrollment.objects.filter(learner=learner, deck=other_deck).delete()
 
     schedule_new_cards(at=AT)

@@ -107,10 +107,12 @@ def test_every_card_renders_without_math_errors(deck):
 
 def test_lessons_scheduled_cards_and_interview_question_are_present(deck):
     by_key = {card.key: card for card in Card.objects.filter(deck=deck)}
-    shapes = by_key["single-head-shapes"]
-    assert "over the keys" in shapes.answer.lower() or "over keys" in shapes.answer.lower()
-    assert "(n, n)" in shapes.answer
-    assert "hypothesis" in by_key["quadratic-cost-and-explanation-caveat"].answer
+    # The lesson's two scheduled cards asked two things each; each thing is now one card.
+    assert "(n, n)" in by_key["single-head-shapes"].answer
+    assert "Over the **keys**" in by_key["softmax-over-keys"].answer
+    assert not by_key["quadratic-cost-and-explanation-caveat"].is_active
+    assert "quadruples" in by_key["quadratic-cost-context-length"].answer
+    assert "hypothesis" in by_key["explanation-caveat"].answer
     walkthrough = by_key["interview-three-token-walkthrough"]
     assert walkthrough.kind == "interview"
     for word in ("scale", "mask", "heat map"):
@@ -161,16 +163,20 @@ def test_cost_and_size_facts_match_the_formulas(deck):
         assert f"{megabytes} MB" in memory and float(megabytes) == pytest.approx(
             n * n * 2 / 1e6, abs=0.05
         )
-    crossover = by_key["quadratic-crossover"].answer
+    assert "6,144 tokens" in by_key["quadratic-crossover"].answer
+    shares = by_key["quadratic-share-at-4096"].answer
     for d_model, share in ((768, 47), (1024, 40), (4096, 14)):
         # Quadratic part 2 n^2 d against 12 n d^2 per token: share n / (n + 6 d).
         assert round(100 * 4096 / (4096 + 6 * d_model)) == share
-        assert f"{share}%" in crossover
+        assert f"{share}%" in shares
     params = by_key["attention-and-ffn-parameters"].answer
     assert f"{4 * 512**2:,}".replace(",", "{,}") in params
-    base = by_key["base-model-dimensions"].answer
-    for fact in ("d_{model} = 512", "h = 8", "d_k = d_v = 64", "N = 6", "d_{ff} = 2048"):
-        assert fact in base
+    assert f"{8 * 512**2 / 1e6:.1f} million" in by_key["ffn-parameters"].answer
+    # The base model's sizes, one card each; each head is the model's width split h ways.
+    assert "$d_k = d_v = 64$" in by_key["base-model-head-width"].answer and 512 // 8 == 64
+    assert "$N = 6$" in by_key["base-model-layers"].answer
+    assert "$d_{ff} = 2048$" in by_key["base-model-ffn-width"].answer and 2048 == 4 * 512
+    assert not by_key["base-model-dimensions"].is_active
     assert "1,033" in by_key["dot-product-variance"].answer
 
 

@@ -17,6 +17,7 @@ from cards.decks import deck_load, deck_validate
 from cards.management.commands.load_starter_content import CONTENT_DIR
 from exercises import engine, predictions
 from exercises.kinds import get_kind, quadratic_share
+from exercises.variants import draw_variant
 
 
 @cache
@@ -70,9 +71,11 @@ def numbers(vector: str) -> list[float]:
 
 
 def test_splitting_heads_is_reshape_then_transpose_and_a_plain_reshape_mixes_tokens():
-    card = text("multi-head-shapes")
+    card = text("split-heads-reshape-transpose")
     assert "**reshape** each to $(n, 2, 4)$" in card and "**transpose**" in card
     assert "$(2, n, n)$" in card and "mixing tokens across heads" in card
+    # Counted from 1, as everywhere: head 1 owns columns 1 to 4, head 2 columns 5 to 8.
+    assert "Head 1 owns columns 1 to 4 and head 2 columns 5 to 8" in card
 
     n, d_model, h = 6, 8, 2
     d_head = d_model // h
@@ -86,7 +89,7 @@ def test_splitting_heads_is_reshape_then_transpose_and_a_plain_reshape_mixes_tok
 
     plain = Q.reshape(h, n, d_head)  # what the card warns against
     assert plain.shape == split.shape and not np.array_equal(plain, per_head)
-    # Head 0's second "token" is token 0's second half: two tokens' rows and two heads mixed.
+    # Head 1's second "token" is token 1's second half: two tokens' rows and two heads mixed.
     np.testing.assert_array_equal(plain[0, 1], Q[0, d_head:])
     np.testing.assert_array_equal(plain[0, 2], Q[1, :d_head])
     assert all(not np.array_equal(plain[0, i], Q[i, :d_head]) for i in range(1, n))
@@ -97,7 +100,8 @@ def test_splitting_heads_is_reshape_then_transpose_and_a_plain_reshape_mixes_tok
 
 def test_permutation_equivariance_holds_without_a_mask_and_fails_with_the_causal_one():
     assert "without a causal mask" in text("permutation-equivariance").lower()
-    assert "Haviv et al., 2022" in text("causal-mask-breaks-equivariance")
+    assert "$b$'s output has changed, not just moved" in text("causal-mask-breaks-equivariance")
+    assert "Haviv et al., 2022" in text("decoder-without-positions")
     rng = np.random.default_rng(2)
     n, d = 5, 4
     X = rng.normal(size=(n, d))
@@ -134,8 +138,9 @@ def test_with_positions_added_the_permutation_test_fails():
 
 
 def test_pe_of_pos_plus_k_is_one_linear_map_of_pe_of_pos_whatever_pos_is():
-    card = text("sinusoidal-positions")
+    card = text("sinusoid-reasons")
     assert "**linear function**" in card and "**may extrapolate**" in card
+    assert "rotated by the angle $k\\,f_i$" in card
     d, n, k = 16, 60, 7
     pe = engine.sinusoidal_positions(n + k, d)
     omega = 1 / 10000 ** (np.arange(0, d, 2) / d)
@@ -168,7 +173,7 @@ def test_the_two_sinusoid_layouts_are_one_encoding_with_the_dimensions_reordered
 def test_the_layout_card_gives_both_layouts_numbers_right():
     card = text("sinusoid-two-layouts")
     assert "the same encoding with the dimensions reordered" in card
-    found = re.findall(r"Position 1(?: at \$d_\{model\} = 4\$)?:\s*\$(\([^$]+\))\$", card)
+    found = re.findall(r"\$pos = 1\$(?: at \$d_\{model\} = 4\$)?:\s*\$(\([^$]+\))\$", card)
     assert len(found) == 2, found
     interleaved, concatenated = (numbers(v) for v in found)
     np.testing.assert_allclose(interleaved, engine.sinusoidal_positions(2, 4)[1], atol=5e-4)
@@ -185,8 +190,9 @@ def layer_cost(n, d):
 
 
 def test_doubling_n_costs_two_times_one_plus_the_quadratic_share():
-    card = text("quadratic-crossover")
+    card = text("doubling-below-crossover")
     assert "roughly linear" not in card and "2.67x at $n = 3d$" in card and "$2(1 + s)$" in card
+    assert "At $n = 6\\,d_{model}$" in text("quadratic-crossover")
     d = 1024
     ratio = layer_cost(6 * d, d) / layer_cost(3 * d, d)
     assert ratio == pytest.approx(2 * (1 + quadratic_share(3 * d, d)))
@@ -270,18 +276,19 @@ def test_cross_attention_shapes():
     assert np.shape(trace.output) == (n_q, d_v)
 
 
-def test_masked_row_t_equals_attention_over_the_first_t_plus_one_tokens():
-    assert "row $t$ of the masked computation equals attention over the first $t + 1$" in text(
-        "mask-in-training-not-inference"
+def test_masked_row_t_equals_attention_over_the_first_t_tokens():
+    # Positions are counted from 1 in the card: row t reads tokens 1 to t.
+    assert "row $t$ of the masked computation equals attention over the first $t$ tokens" in (
+        text("mask-in-training-not-inference")
     )
     rng = np.random.default_rng(5)
     n, d = 6, 4
     Q, K, V = (rng.normal(size=(n, d)) for _ in range(3))
     full = engine.scaled_dot_product_attention(Q, K, V, mask=causal(n))
-    for t in range(n):
-        prefix = attention(Q[: t + 1], K[: t + 1], V[: t + 1])
-        np.testing.assert_allclose(full[t], prefix[t], atol=1e-12)
-    # Without the mask, position t reads later tokens: changing the last one moves row 0.
+    for t in range(1, n + 1):
+        prefix = attention(Q[:t], K[:t], V[:t])
+        np.testing.assert_allclose(full[t - 1], prefix[t - 1], atol=1e-12)
+    # Without the mask, position t reads later tokens: changing the last one moves row 1.
     V2 = V.copy()
     V2[-1] += 5
     assert not np.allclose(attention(Q, K, V2)[0], attention(Q, K, V)[0])
@@ -386,36 +393,13 @@ def test_alibi_is_a_penalty_on_the_scores_in_every_layer_taught_in_one_card():
     # The merged card is retired through the deck file; the causal exception has its own.
     assert "alibi" in retired()
     assert "Haviv et al., 2022" not in card
-    assert "Haviv et al., 2022" in text("causal-mask-breaks-equivariance")
+    assert "Haviv et al., 2022" in text("decoder-without-positions")
 
 
 def test_padding_purpose_names_pooling_and_the_loss():
-    card = text("padding-mask-purpose")
+    assert "depend on what a sentence was batched with" in text("padding-mask-purpose")
+    card = text("padding-downstream")
     assert "**pooling**" in card and "**loss**" in card
-
-
-@pytest.mark.parametrize(
-    ("key", "phrases"),
-    [
-        (
-            "lesson-assumptions",
-            ["worth their", "cheap for short sequences", "future tokens are masked", "roles you hope heads play"],
-        ),
-        (
-            "lesson-useful-for",
-            ["Reading a transformer diagram or a paper", "Reasoning about context-length cost", "why decoder models need a causal mask", "Setting honest expectations for attention heat maps"],
-        ),
-        (
-            "lesson-not-suitable-for",
-            ["Explaining individual predictions", "Training or tuning a production transformer", "strong baselines"],
-        ),
-    ],
-)  # fmt: skip
-def test_the_lessons_lists_are_carried_over(key, phrases):
-    # The phrases are the lesson's own words for each item of its list.
-    card = text(key).replace("*", "")
-    for phrase in phrases:
-        assert phrase.lower() in card.lower(), phrase
 
 
 # --- The cards the outside read asked for ------------------------------------------------------
@@ -435,6 +419,7 @@ def test_softmax_keeps_ratios_of_e_to_the_gap():
 
 def test_saturation_tells_a_starved_key_from_a_one_hot_row_and_the_measured_effect():
     card = text("softmax-saturation")
+    assert f"$(1, 1, 0)$, gives $({', '.join(f'{v:.3f}' for v in softmax([1, 1, 0]))})$" in card
     two_way = softmax([8, 8, 0])
     assert "(0.500, 0.500, 0.0002)$ is not one-hot" in card
     assert two_way[0] == pytest.approx(0.5, abs=1e-3) and two_way[2] < 0.00025
@@ -442,6 +427,7 @@ def test_saturation_tells_a_starved_key_from_a_one_hot_row_and_the_measured_effe
     assert "(8, 0, 0) \\to (0.999, 0.0003, 0.0003)" in card
     assert f"{one_hot[0]:.3f}" == "0.999" and f"{one_hot[1]:.4f}" == "0.0003"
     # The article's simulation, rerun: 2,000 queries against 10 keys at d_k = 1,024.
+    card = text("scaling-simulation")
     assert "**0.97 unscaled**" in card and "**0.32 scaled**" in card
     rng = np.random.default_rng(0)
     d_k = 1024
@@ -454,7 +440,7 @@ def test_saturation_tells_a_starved_key_from_a_one_hot_row_and_the_measured_effe
 
 def test_sinusoid_similarity_depends_on_the_offset_alone():
     card = text("sinusoid-offset-similarity")
-    assert "Only on their **offset** $k$, not on where they start" in card
+    assert "It depends only on their **offset** $k$, not on where they start" in card
     pe = engine.sinusoidal_positions(300, 64)
     omega = 1 / 10000 ** (2 * np.arange(32) / 64)
     for k in range(0, 60):
@@ -463,6 +449,15 @@ def test_sinusoid_similarity_depends_on_the_offset_alone():
         assert sims[0] == pytest.approx(np.cos(k * omega).sum())
     near = [pe[0] @ pe[k] for k in range(4)]
     assert near == sorted(near, reverse=True)  # largest at k = 0, falling off nearby
+    # ... but not steadily: the card's two offsets, as cosines (every code has length^2 d/2).
+    assert "does **not** fall steadily" in card
+    cosine = {k: pe[0] @ pe[k] / 32 for k in (28, 32)}
+    assert (
+        f"offset 32 (cosine {cosine[32]:.2f}) is more alike than offset 28 ({cosine[28]:.2f})"
+        in card
+    )
+    assert cosine[32] > cosine[28]
+    assert "f_i = 1/10000^{2i/d_{model}}" in card and "omega" not in card
 
 
 def test_the_articles_abc_example_with_identity_projections():
@@ -482,25 +477,34 @@ def test_the_articles_abc_example_with_identity_projections():
     ]
 
 
-def test_the_staff_reading_carries_the_lessons_five_rows_in_order():
-    card = text("heat-map-staff-reading").replace("*", "")
-    common = [
-        "A learned map of what matters",
-        "One $n^2$ number",
-        "Multi-head means more parameters",
-        "The model attends to X, so X is the reason",
-        "More context cannot hurt",
-    ]
-    at = [card.find(reading) for reading in common]
-    assert -1 not in at and at == sorted(at), at
-    assert "averaged maps and residuals sit in between" in card
-    assert "five common misreadings" in card
+def test_the_misreadings_are_one_card_each_and_the_cost_one_is_for_exact_attention():
+    # The five common readings are a table in the lesson's interview section; the three
+    # not taught elsewhere are a card each.
+    cost = text("misreading-one-quadratic-number")
+    assert "**Compute** grows with $n^2$ for exact full attention, whatever the kernel" in cost
+    assert "only when the $n \\times n$ weights are stored" in cost
+    assert "compute is $n^2$ always" not in cost.lower()
+    assert "one head in one layer" in text("misreading-attends-so-reason")
+    assert "Where the label evidence sits" in text("misreading-more-context")
+    assert "heat-map-staff-reading" in retired()
 
 
 def test_positions_are_added_once_before_the_first_block():
-    card = text("pre-ln-vs-post-ln")
+    card = text("block-bottom-to-top")
     assert "Positions are added to the token vectors once, before the first block" in card
     assert "Token vectors plus positions;" not in card
+
+
+def test_pre_ln_has_a_final_layer_norm_and_the_lab_layer_norm_has_no_gain_or_bias():
+    assert "plus one final LayerNorm after the last block" in text("pre-ln-vs-post-ln")
+    card = text("layer-norm-gain-and-bias")
+    assert "learned gain $\\gamma$ and bias $\\beta$" in card
+    assert "$\\gamma = 1$ and $\\beta = 0$" in card
+    # Leaving them out is the same as gamma = 1 and beta = 0.
+    x = np.random.default_rng(7).normal(size=(4, 8))
+    d = x.shape[1]
+    np.testing.assert_allclose(engine.layer_norm(x), engine.layer_norm(x, np.ones(d), np.zeros(d)))
+    assert "without its learned gain and bias" in text("lab-layer-norm")
 
 
 def test_cross_attention_says_where_it_sits():
@@ -517,30 +521,95 @@ def test_the_ablation_card_teaches_the_kinds_three_outcomes():
     card = text("ablation-reliance-test")
     assert "large and consistent" in card
     assert f"a change of {ablation.THRESHOLD} here" in card and "the lesson gives no number" in card
-    assert "mixed directions" in card and "barely uses it" in card
-    # Why a third outcome, in the lesson's words: which half of its test fails.
-    assert "A large change that is not consistent is not evidence of reliance" in card
-    assert "(mixed: the consistent half fails)" in card
-    assert "(decoration: the large half fails)" in card
-    # The card's three readings are the kind's verdicts on changes of each pattern.
-    assert ablation.verdict(np.array([0.2, 0.3, 0.1])) == "reliance"  # one direction
-    assert ablation.verdict(np.array([0.2, -0.3, 0.1])) == "mixed"  # mixed directions
-    assert ablation.verdict(np.array([0.01, -0.02, 0.0])) == "decoration"  # small everywhere
+    # The card's three readings are the kind's verdicts, by name ...
+    assert re.findall(r"- \*\*([a-z]+)\*\*:", card) == list(ablation.VERDICTS)
+    reliance, mixed, redundant = ablation.VERDICTS
+    # ... and the kind's verdicts on changes of each pattern.
+    assert ablation.verdict(np.array([0.2, 0.3, 0.1])) == reliance  # one direction
+    assert ablation.verdict(np.array([0.2, -0.3, 0.1])) == mixed  # mixed directions
+    assert ablation.verdict(np.array([0.01, -0.02, 0.0])) == redundant  # small everywhere
+    # A small change claims redundancy, never disuse; a mixed one claims no reliance.
+    assert "the output does not need the token given the others" in card
+    assert "that does not show the token is unused" in card
+    for claim in ("barely uses", "decoration", "does not use", "ignores the token"):
+        assert claim not in card.lower(), claim
+    assert "which is not evidence that it is a reason for the prediction" in card
+    assert "In this one-head, one-layer model that removes the token" in card
     trap = text("trap-heat-map-as-reason")
-    assert "large changes in both directions" in trap and "small changes everywhere" in trap
+    assert "a small change shows only that the token is redundant for this output" in trap
 
 
-def test_the_cost_exercise_card_counts_every_head_and_layer():
+def _ablation_parts(inputs, m):
+    q, w = np.asarray(inputs["q"], dtype=float), np.asarray(inputs["w"], dtype=float)
+    K = np.asarray(inputs[f"K_{m + 1}"], dtype=float)
+    V = np.asarray(inputs[f"V_{m + 1}"], dtype=float)
+    return q, K, V, w, float(inputs["b"]), int(inputs["highlighted"])
+
+
+def test_a_redundant_token_changes_little_when_removed_yet_its_value_matters():
+    """What the redundant verdict may claim, run on the kind's own variants: removing the
+    token alone barely moves p, and shifting the token's value (kept in place) moves it
+    by more than the threshold. So the token is redundant for the output, not unused."""
+    from exercises.kinds import ablation
+
+    redundant = ablation.VERDICTS[2]
+    kind = get_kind("ablation")
+    params = kind.normalize_params({"n_inputs": 3, "n": 3, "case": redundant})
+    for seed in range(12):
+        g = kind.generate(params, np.random.default_rng(seed))
+        assert g.solution["verdict"] == redundant
+        assert max(abs(c) for c in g.solution["change"]) <= ablation.SMALL
+        moved = []
+        for m in range(g.inputs["n_inputs"]):
+            q, K, V, w, b, h = _ablation_parts(g.inputs, m)
+            _, p = ablation.cls_readout(q, K, V, w, b, None)
+            for sign in (1, -1):  # the token's value moved along the read-out, kept in place
+                shifted = V.copy()
+                shifted[h] += sign * 2 * w
+                _, p_shifted = ablation.cls_readout(q, K, shifted, w, b, None)
+                moved.append(abs(p_shifted - p))
+        assert max(moved) > ablation.THRESHOLD, (seed, moved)
+
+
+def test_masking_a_key_is_removing_the_token_in_one_head_and_one_layer_only():
+    from exercises.kinds import ablation
+
+    kind = get_kind("ablation")
+    g = kind.generate(kind.normalize_params({"n_inputs": 3, "n": 3}), np.random.default_rng(3))
+    for m in range(g.inputs["n_inputs"]):
+        q, K, V, w, b, h = _ablation_parts(g.inputs, m)
+        _, masked = ablation.cls_readout(q, K, V, w, b, h)
+        _, removed = ablation.cls_readout(q, np.delete(K, h, 0), np.delete(V, h, 0), w, b, None)
+        assert masked == pytest.approx(removed, abs=1e-12)
+    # With a second layer the token's information has already reached the other rows:
+    # masking its key in layer 2 leaves its trace, removing the token does not.
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(4, 2))
+    layer1 = X + attention(X, X, X)
+    blocked = np.zeros((4, 4), dtype=bool)
+    blocked[:, 1] = True  # token 2 as a key in layer 2
+    masked_layer2 = attention(layer1, layer1, layer1, blocked)[-1]
+    Y = np.delete(X, 1, 0)
+    Y1 = Y + attention(Y, Y, Y)
+    removed_layer2 = attention(Y1, Y1, Y1)[-1]
+    assert not np.allclose(masked_layer2, removed_layer2)
+
+
+def test_the_cost_exercise_card_counts_every_head_and_layer_in_training_only():
     card = text("exercise-cost")
     assert (
-        "$n^2 \\cdot h \\cdot L$ entries times the bytes per entry, not the bytes of one head"
-        in card
+        "$n^2 \\cdot h \\cdot L$ entries times the bytes per entry for one sequence (batch 1), "
+        "not the bytes of one head" in card
     )
+    assert "as plain attention does in training for the backward pass" in card
+    assert "keeps keys and values instead, $2\\,n\\,d_{model}$ numbers per layer" in card
     kind = get_kind("cost")
     params = cards()["exercise-cost"].exercise["params"]
     g = kind.generate(kind.normalize_params({**params, "vary": False}), np.random.default_rng(0))
-    n, h, L = params["n"], params["heads"], params["layers"]
+    n, h, L, d = params["n"], params["heads"], params["layers"], params["d_model"]
     assert g.solution["score_bytes"] == n * n * h * L * 2
+    # The key-value cache of the same model is far smaller: linear in n, no n x n matrix.
+    assert 2 * n * d * L * 2 < g.solution["score_bytes"] / 30
 
 
 def test_the_projection_card_does_not_call_its_sequences_permutations():
@@ -571,13 +640,38 @@ def test_near_duplicates_are_differentiated():
             "exercise-causal-mask",
         )
     }
-    assert exercises["exercise-attention-causal"]["params"]["predict"] == "top_key"
-    assert exercises["exercise-causal-mask"]["params"]["predict"] == "token_0"
+    assert exercises["exercise-attention-causal"]["kind"] == "attention"  # and the output
+    assert exercises["exercise-causal-mask"]["kind"] == "causal"  # the weights alone
     assert exercises["exercise-projection-causal"]["params"]["preset"] == "lesson"
+
+
+def test_the_causal_mask_exercise_asks_a_prediction_whose_answer_varies():
+    # A concept check with one answer ("token 1 reads only itself") is a recall card,
+    # causal-first-token; the exercise's prediction must be worth making on each review.
+    card = cards()["exercise-causal-mask"]
+    kind = get_kind(card.exercise["kind"])
+    params = kind.normalize_params(card.exercise["params"])
+    asked = {
+        (g.asks[0]["question"], g.solution["prediction"])
+        for g in (draw_variant(kind, params, seed) for seed in range(40))
+    }
+    assert len({answer for _, answer in asked}) >= 3 and len({q for q, _ in asked}) >= 2
+    assert "Only to itself" in text("causal-first-token")
 
 
 def test_the_lessons_sources_for_interpretation_and_origin():
     baseline = text("uniform-weights-baseline")
-    assert "Wiegreffe and Pinter, 2019" in baseline and "uniform ones" in baseline
+    assert "Wiegreffe and Pinter, 2019" in baseline
+    # What they compared: task performance, learned attention against attention frozen
+    # to uniform weights; what a tie means: the task cannot tell, not "cannot explain".
+    assert "task performance with its learned attention" in baseline  # against uniform
+    assert "frozen to uniform weights" in baseline
+    assert "the task cannot tell whether the weights explain anything" in baseline
+    assert "cannot explain it" not in baseline
+    conclusion = text("wiegreffe-pinter-conclusion")
+    assert "depends on what one means by explanation" in conclusion
+    assert "does not show attention never explains" in conclusion
+    for test in ("uniform-weights baseline", "random seeds", "without context", "adversarially"):
+        assert test in conclusion, test
     origin = text("attention-origin-bottleneck")
     assert "**fixed-length bottleneck**" in origin and "Bahdanau, Cho and Bengio (2015)" in origin

@@ -57,6 +57,7 @@ def test_undo_puts_the_state_back_and_appends_a_compensating_entry(api, deck, fi
             "step": 0,
             "interval_days": 1,
             "due_on": "2026-03-03",
+            "retrievability": None,
         }
         assert first_card.id in due_ids(api)
         # Append-only: the review stays, an entry cancels it.

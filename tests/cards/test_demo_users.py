@@ -62,8 +62,11 @@ def test_demo_learner_is_enrolled_in_the_starter_deck(starter, settings):
     demo = User.objects.get(username="demo")
     assert Enrollment.objects.filter(learner=demo, deck__slug="attention-and-transformers").exists()
     active = Card.objects.filter(deck__slug="attention-and-transformers", is_active=True).count()
-    assert ReviewState.objects.filter(learner=demo).count() == active
-    assert f"{active} card(s) newly scheduled" in output
+    # The pace's first batch is placed; the rest wait their turn.
+    pace = demo.profile.new_cards_per_day
+    assert ReviewState.objects.filter(learner=demo).count() == pace < active
+    assert f"{pace} card(s) newly scheduled" in output
+    assert f"{active - pace} waiting for the pace" in output
     admin = User.objects.get(username="admin")
     assert not Enrollment.objects.filter(learner=admin).exists()
 

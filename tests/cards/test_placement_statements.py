@@ -11,6 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from cards.models import Card, Enrollment, ReviewState
 from cards.services.scheduling import id_ranges, schedule_new_cards
 
+from .conftest import reviewed_on_study_day
+
 AT = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
 
 
@@ -19,6 +21,8 @@ def enrol(db, django_user_model, deck):
     def make(count):
         users = [django_user_model.objects.create(username=f"placed{i}") for i in range(count)]
         Enrollment.objects.bulk_create([Enrollment(learner=u, deck=deck) for u in users])
+        for user in users:
+            reviewed_on_study_day(user, AT)
         return users
 
     return make
@@ -62,7 +66,7 @@ def test_an_exact_multiple_of_the_chunk_takes_no_statement_for_an_empty_tail(enr
         assert schedule_new_cards(at=AT, chunk_size=2) == 4 * cards
 
     inserts = [q for q in queries if q["sql"].lstrip().upper().startswith("INSERT")]
-    assert len(inserts) == 2  # ranges of 2 and 2, nothing after
+    assert len(inserts) == 2 * 2  # ranges of 2 and 2, nothing after; yesterday's and today's
 
 
 def test_existing_states_keep_their_progress_and_only_missing_ones_are_placed(enrol, deck):

@@ -151,6 +151,9 @@ def test_states_placed_by_the_beat_job_are_scheduled(learner, deck):
     new = Card.objects.create(deck=deck, kind="recall", prompt="New", answer="A", position=9)
     from cards.services.scheduling import schedule_new_cards
 
+    from .conftest import reviewed_on_study_day
+
+    reviewed_on_study_day(learner, AT)
     assert schedule_new_cards(at=AT) == 1
     assert ReviewState.objects.get(learner=learner, card=new).scheduled is True
     assert new.pk in queue(learner)

@@ -13,9 +13,9 @@ from django.test.utils import CaptureQueriesContext
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 from kombu.exceptions import OperationalError
 
-from cards import tasks
+from cards import ladder, tasks
 from cards.beat import sync_default_schedule
-from cards.models import Card, Deck, Enrollment, LearnerProfile, ReviewState
+from cards.models import Card, Deck, Enrollment, LearnerProfile, ReviewDay, ReviewState
 from cards.services import scheduling
 from cards.services.scheduling import schedule_new_cards
 
@@ -27,11 +27,14 @@ def make_learner(db, django_user_model):
     counter = iter(range(1, 10_000))
 
     def make(tz="UTC", day_starts_at=4, *, decks=()):
+        """A learner who reviewed on their study day at AT: the pace places their cards."""
         # No password: hashing one costs more than the whole test.
         user = django_user_model.objects.create(username=f"learner{next(counter)}")
         LearnerProfile.objects.filter(user=user).update(timezone=tz, day_starts_at=day_starts_at)
         for deck in decks:
             Enrollment.objects.create(learner=user, deck=deck)
+        day = ladder.study_day(AT, ladder.zone_or_utc(tz), day_starts_at)
+        ReviewDay.objects.create(learner=user, study_day=day, reviews=1, passes=1)
         return user
 
     return make
@@ -114,7 +117,9 @@ def test_deactivated_card_keeps_its_state_and_a_reactivated_unplaced_card_is_pla
 
     assert schedule_new_cards(at=AT + dt.timedelta(days=1)) == 1
     assert states(learner)[kept.id] == (2, dt.date(2026, 3, 9))
-    assert states(learner)[never_placed.id] == (0, dt.date(2026, 3, 4))
+    # Placed from Monday's unspent allowance (the learner reviewed Monday, not Tuesday):
+    # due Tuesday, as a card placed on Monday is.
+    assert states(learner)[never_placed.id] == (0, dt.date(2026, 3, 3))
 
 
 def test_deck_id_limits_the_run_to_one_deck(deck, other_deck, make_learner):
@@ -148,8 +153,9 @@ def test_chunks_by_learner_give_the_same_rows_with_statements_per_chunk_not_per_
     assert placed == 7 * 10
     assert ReviewState.objects.filter(learner__in=learners).count() == 70
     inserts = [q for q in queries if q["sql"].lstrip().upper().startswith("INSERT")]
-    # 14 enrolments in chunks of 4 -> 4 ranges, one INSERT ... SELECT each.
-    assert len(inserts) == 4
+    # 14 enrolments in chunks of 4 -> 4 ranges, one INSERT ... SELECT each, for
+    # yesterday's allowance and for today's.
+    assert len(inserts) == 2 * 4
     assert len(queries) == 1 + 1 + len(inserts)  # groups, the range bounds in one query
 
 
@@ -327,7 +333,7 @@ def test_statements_are_sized_by_rows_so_small_decks_take_few_statements(make_le
     with CaptureQueriesContext(connection) as queries:
         assert schedule_new_cards(at=AT) == 12
     inserts = [q for q in queries if q["sql"].lstrip().upper().startswith("INSERT")]
-    assert len(inserts) == 1  # 30 rows per statement: all 12 learners at once
+    assert len(inserts) == 2  # 30 rows per statement: all 12 learners at once, per day
 
     ten_cards = Deck.objects.create(slug="ten", title="Ten")
     Card.objects.bulk_create([Card(deck=ten_cards, prompt=f"c{i}") for i in range(10)])

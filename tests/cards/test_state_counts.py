@@ -18,12 +18,12 @@ from django.db.models import Count
 from rest_framework.authtoken.models import Token
 
 from cards import services
-from cards.models import Card, Deck, ReviewState, ReviewStateCount
+from cards.models import Card, Deck, LearnerProfile, ReviewState, ReviewStateCount
 from cards.services.scheduling import schedule_new_cards
 from cards.stats import FORECAST_DAYS, learner_stats
 from tests.cards.concurrency import in_threads, post_review
 
-from .conftest import START
+from .conftest import START, reviewed_on_study_day
 
 pytestmark = pytest.mark.django_db
 DAY1 = START + dt.timedelta(days=1)  # the enrolled cards are due
@@ -74,8 +74,10 @@ def test_every_write_path_keeps_the_counts_exact(
         enroll(api)
         enroll(other_api)
         assert sum(assert_exact().values()) == 8
-        # Placement: the beat job's raw INSERT ... SELECT.
+        # Placement: the beat job's raw INSERT ... SELECT (for learners who reviewed).
         Card.objects.create(deck=deck, kind="recall", prompt="New", position=9)
+        for who in (learner, other_learner):
+            reviewed_on_study_day(who, START)
         assert schedule_new_cards(at=START) == 2
         assert sum(assert_exact().values()) == 10
 
@@ -193,7 +195,7 @@ def stats_from_states(learner, today: dt.date, *, paused: bool, first_day: dt.da
     return {
         "due_today": due_today,
         "by_step": by_step,
-        "forecast": [{"date": day, "count": n} for day, n in forecast.items()],
+        "forecast": [{"date": day, "count": n, "new": 0} for day, n in forecast.items()],
     }
 
 
@@ -204,6 +206,8 @@ def test_stats_equal_a_count_over_the_states(api, learner, other_learner, pause_
         Card(deck=deck, kind="recall", prompt=f"P{i}", position=i) for i in range(60)
     )
     today = DAY1.date()
+    # A pace that places the whole deck at once.
+    LearnerProfile.objects.filter(user__in=[learner, other_learner]).update(new_cards_per_day=1000)
     with time_machine.travel(START, tick=False):
         enroll(api, "wide")
         services.enroll(learner=other_learner, deck=deck, at=START)

@@ -31,8 +31,8 @@ def test_stats_endpoint_shape(api, deck):
     assert body["streak_days"] == 0 and body["retention_30d"] is None
     assert body["by_step"] == {"0": 4, "1": 0, "2": 0, "3": 0, "4": 0}
     assert len(body["forecast"]) == 30
-    assert body["forecast"][0] == {"date": "2026-03-02", "count": 0}
-    assert body["forecast"][1] == {"date": "2026-03-03", "count": 4}
+    assert body["forecast"][0] == {"date": "2026-03-02", "count": 0, "new": 0}
+    assert body["forecast"][1] == {"date": "2026-03-03", "count": 4, "new": 0}
 
 
 def test_overdue_cards_are_forecast_on_today(learner, deck):

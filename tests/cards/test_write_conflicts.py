@@ -19,7 +19,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from cards import services
-from cards.models import Card, Deck, ReviewDay, ReviewLog, ReviewState
+from cards.models import Card, Deck, LearnerProfile, ReviewDay, ReviewLog, ReviewState
 from cards.services import review_days, reviews
 from studyapp.common import db as common_db
 from tests.cards.concurrency import in_threads
@@ -64,6 +64,8 @@ def test_undos_racing_submissions_never_answer_503(make_user):
     user = make_user("racer")
     deck = Deck.objects.create(slug="race", title="Race")
     cards = [Card.objects.create(deck=deck, kind="recall", prompt=f"Q{i}") for i in range(48)]
+    LearnerProfile.objects.filter(user=user).update(new_cards_per_day=48)
+    user.refresh_from_db()
     with time_machine.travel(START, tick=False):
         services.enroll(learner=user, deck=deck, at=START)
     token = Token.objects.get_or_create(user=user)[0].key

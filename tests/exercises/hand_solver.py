@@ -203,7 +203,7 @@ def ablation(inputs: dict[str, Any], prompt: str) -> dict[str, Any]:
         out["change"].append(w(p_without - p_with))
     large = [abs(c) >= threshold for c in out["change"]]
     if not any(large):
-        out["verdict"] = "decoration"
+        out["verdict"] = "redundant"
     elif all(large) and (all(c > 0 for c in out["change"]) or all(c < 0 for c in out["change"])):
         out["verdict"] = "reliance"
     else:

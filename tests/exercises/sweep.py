@@ -8,7 +8,7 @@ PARAMETER_SETS: list[tuple[str, dict]] = [
     ("projection", {"preset": "lesson"}),
     ("projection", {"preset": "lesson", "mask": "causal"}),
     ("causal", {"n": 3, "d_k": 2}),
-    ("causal", {"n": 3, "d_k": 2, "predict": "token_0"}),
+    ("causal", {"n": 3, "d_k": 2, "predict": "top_key"}),
     ("padding", {"n_real": 2, "n_pad": 1}),
     ("multi_head", {"n": 3, "heads": 2, "d_head": 2}),
     ("shapes", {"n": 6, "heads": 2, "d_head": 4}),
@@ -36,7 +36,7 @@ PARAMETER_SETS: list[tuple[str, dict]] = [
     ("attention", {"n": 8, "d_k": 8, "d_v": 8, "max_abs": 5, "predict": "top_key"}),
     ("ablation", {"n_inputs": 5, "n": 5}),
     ("ablation", {"n_inputs": 5, "n": 5, "case": "reliance"}),
-    ("ablation", {"n_inputs": 5, "n": 5, "case": "decoration"}),
+    ("ablation", {"n_inputs": 5, "n": 5, "case": "redundant"}),
     (
         "cost",
         {

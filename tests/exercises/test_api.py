@@ -128,6 +128,11 @@ def test_param_errors_are_nested_by_parameter(api):
     assert "2 to 8" in r.json()["params"]["n"][0]
 
 
+def parts_of(solution):
+    """A worked solution's expected answers, without its steps."""
+    return {k: v for k, v in solution.items() if k != "steps"}
+
+
 @pytest.mark.django_db
 def test_right_answer_solves_and_reveals_the_solution(api):
     ex = create(api, kind="projection")
@@ -136,7 +141,9 @@ def test_right_answer_solves_and_reveals_the_solution(api):
     res = r.json()
     assert res["correct"] is True and res["score"] == 1.0 and res["solved"] is True
     assert res["attempts"] == {"used": 1, "max": 3, "remaining": 2}
-    assert res["solution"] == right_answers(ex)
+    assert parts_of(res["solution"]) == right_answers(ex)
+    assert res["hint"] is None and res["first_wrong_step"] is None
+    assert not any(s["first_wrong"] for s in res["solution"]["steps"])
     assert res["attempt"] == 1
     fetched = api.get(detail(ex["id"])).json()
     assert fetched["solved"] is True and fetched["solution"] is not None
@@ -165,7 +172,9 @@ def test_attempts_run_out_then_409_and_the_solution_shows(api):
         assert res["parts"]["scores"]["wrong_cells"] == [[i, j] for i in range(3) for j in range(3)]
     last = api.post(submit_url(ex["id"]), {"answers": wrong_answers(ex)}, format="json").json()
     assert last["attempts"] == {"used": 3, "max": 3, "remaining": 0}
-    assert last["solution"] == right_answers(ex)
+    assert parts_of(last["solution"]) == right_answers(ex)
+    assert last["first_wrong_step"] == "scores"
+    assert [s["name"] for s in last["solution"]["steps"] if s["first_wrong"]] == ["scores"]
     r = api.post(submit_url(ex["id"]), {"answers": right_answers(ex)}, format="json")
     assert r.status_code == 409
     assert r.json()["attempts"]["remaining"] == 0
@@ -182,7 +191,7 @@ def test_a_solved_exercise_takes_no_more_submissions(api):
     body = r.json()
     assert "already solved" in body["detail"] and body["solved"] is True
     assert body["attempts"] == {"used": 1, "max": 3, "remaining": 2}
-    assert body["solution"] == right_answers(ex)
+    assert parts_of(body["solution"]) == right_answers(ex)
     stored = Exercise.objects.get(pk=ex["id"])
     assert stored.attempts_used == 1 and stored.solved
     assert Attempt.objects.filter(exercise_id=ex["id"]).count() == 1
@@ -213,7 +222,8 @@ def test_wrong_answer_gets_a_diagnosis(api):
     res = api.post(submit_url(ex["id"]), {"answers": answers}, format="json").json()
     # Named once, at the first wrong step; the later parts follow from the learner's scores.
     assert [(d["code"], d["parts"]) for d in res["diagnosis"]] == [("no_scale", ["scores"])]
-    assert "sqrt(d_k)" in res["diagnosis"][0]["text"]
+    assert "√dₖ" in res["diagnosis"][0]["text"]
+    assert res["diagnosis"][0]["lesson_section"] == "worked-example"
     assert res["first_wrong"] == "scores"
     assert res["parts"]["scores"]["follows"] is False
     for part in ("weights", "output"):

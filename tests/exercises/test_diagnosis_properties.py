@@ -206,6 +206,6 @@ def test_saturated_weights_that_two_orders_give_are_named_either_or():
     (entry,) = r.diagnosis
     assert {e["code"] for e in entry["either"]} == {"scores_transposed", "k_not_transposed"}
     assert entry["text"].startswith(
-        "This matches either K Q^T, the product in the wrong order or Q K without "
+        "This matches either KQᵀ, the product in the wrong order or QK without "
         "transposing K: at this step they give the same numbers"
     )

@@ -35,7 +35,7 @@ from tests.exercises.sweep import PARAMETER_SETS
 # e^s written to three decimals first moved p_without beyond its tolerance.
 HAND_SETS = PARAMETER_SETS + [
     ("ablation", {"n_inputs": 3, "n": 3, "case": case})
-    for case in ("reliance", "mixed", "decoration")
+    for case in ("reliance", "mixed", "redundant")
 ]
 IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in raw.items())}" for name, raw in HAND_SETS]
 

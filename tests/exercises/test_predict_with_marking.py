@@ -31,7 +31,7 @@ def create(api, kind, **params):
 # --- The ablation kind and the variant guarantee -----------------------------------------------
 
 
-@pytest.mark.parametrize("case", ["random", "reliance", "mixed", "decoration"])
+@pytest.mark.parametrize("case", ["random", "reliance", "mixed", "redundant"])
 def test_ablation_variants_catch_every_registered_mistake_over_many_seeds(case):
     kind = get_kind("ablation")
     params = kind.normalize_params({"case": case, "n_inputs": 3, "n": 3})
@@ -52,7 +52,7 @@ def test_ablation_variants_catch_every_registered_mistake_over_many_seeds(case):
     assert {"no_scale", "mask_after_softmax", "ablation_masked_query"} <= made
     if case == "random":
         assert made == set(kind.mistakes)
-    expected = {"random": {"reliance", "mixed", "decoration"}}
+    expected = {"random": {"reliance", "mixed", "redundant"}}
     assert verdicts == expected.get(case, {case})
 
 
@@ -71,7 +71,7 @@ def test_ablation_change_and_verdict_follow_from_the_learners_own_probabilities(
     change = [b - a for a, b in zip(wrong_with, g.solution["p_without"], strict=True)]
     large = [abs(c) >= 0.05 for c in change]
     verdict = (
-        "decoration"
+        "redundant"
         if not any(large)
         else "reliance"
         if all(large) and (all(c > 0 for c in change) or all(c < 0 for c in change))
@@ -97,7 +97,7 @@ def test_ablation_change_and_verdict_follow_from_the_learners_own_probabilities(
 
 def test_a_wrong_ablation_verdict_is_a_choice_not_a_number():
     kind = get_kind("ablation")
-    g = draw_variant(kind, kind.normalize_params({"case": "decoration"}), 5)
+    g = draw_variant(kind, kind.normalize_params({"case": "redundant"}), 5)
     answers = {**g.solution, "verdict": "reliance"}
     checked = check_answers(
         asks=g.asks,

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from cards import ladder
 from cards.models import Card, Deck, Enrollment, LearnerProfile, Reminder, ReviewState
+from tests.cards.conftest import reviewed_on_study_day
 
 from .conftest import wait_for
 from .mailbox import read_mailbox
@@ -50,6 +51,9 @@ def test_beat_and_worker_place_new_cards(celery_procs):
     deck = Deck.objects.create(slug="attention", title="Attention")
     Card.objects.bulk_create([Card(deck=deck, prompt=f"Card {i}", position=i) for i in range(5)])
     learners = make_learners(3, deck=deck, due=False)
+    # The pace places cards for learners who reviewed on their study day.
+    for learner in learners:
+        reviewed_on_study_day(learner, timezone.now())
     celery_procs.every_second("cards.tasks.schedule_new_cards")
     before = ladder.study_day(timezone.now(), "UTC", 0)
 

@@ -72,6 +72,9 @@ def test_without_credentials_every_lab_route_is_401(anon_api, sandbox):
     assert not Submission.objects.exists()
 
 
+NO_DETAILS = {"expected": "", "got": "", "input": "", "hint": "", "mistake": None}
+
+
 def test_a_submission_is_queued_then_judged_passed(api, learner, sandbox, worker):
     response, callbacks = worker(api)
     assert response.status_code == 202
@@ -89,10 +92,11 @@ def test_a_submission_is_queued_then_judged_passed(api, learner, sandbox, worker
         "status": "done",
         "passed": True,
         "tests": [
-            {"name": "double", "passed": True, "message": "ok"},
-            {"name": "halve", "passed": True, "message": "ok"},
+            {"name": name, "passed": True, "message": "Passed.", **NO_DETAILS}
+            for name in ("double", "halve")
         ],
         "diagnosis": "",
+        "mistake": None,
         "output": "hello from the code\n",
         "duration_ms": 42,
         "created_at": queued["created_at"],
@@ -101,14 +105,37 @@ def test_a_submission_is_queued_then_judged_passed(api, learner, sandbox, worker
     assert stored.learner == learner and stored.started_at and stored.finished_at
 
 
+def test_a_submission_judged_before_plain_words_reads_as_today(api, sandbox, worker):
+    response, _ = worker(api)
+    Submission.objects.filter(pk=response.json()["id"]).update(
+        passed=False,
+        tests=[
+            {"name": "double", "passed": True, "message": "ok"},
+            {"name": "halve", "passed": False, "message": "no_scale: the old words"},
+        ],
+        diagnosis="no_scale: This matches the scores without dividing.",
+    )
+    result = api.get(f"/api/v1/labs/submissions/{response.json()['id']}/").json()
+    assert [t["message"] for t in result["tests"]] == ["Passed.", "the old words"]
+    assert result["diagnosis"] == "This matches the scores without dividing."
+    assert result["mistake"] == "no_scale"
+
+
 def test_wrong_values_are_done_not_passed_with_the_judges_words(api, sandbox, worker):
     sandbox.reply = wrong
     response, _ = worker(api)
     result = api.get(f"/api/v1/labs/submissions/{response.json()['id']}/").json()
     assert (result["status"], result["passed"]) == ("done", False)
     assert [t["passed"] for t in result["tests"]] == [False, False]
-    assert result["tests"][0]["message"].startswith("double/vector: expected")
-    assert result["diagnosis"] == "not-doubled"
+    first = result["tests"][0]
+    assert first["message"].startswith("double/vector: expected")
+    assert first["expected"].startswith("[") and first["got"].startswith("[")
+    assert first["input"].startswith("x = [") and first["hint"] == "Multiply x by 2."
+    assert first["mistake"] == "no_scale"
+    # the code is a machine field of its own; the words a learner reads never hold it
+    assert result["diagnosis"] == "The code does not double."
+    assert result["mistake"] == "no_scale"
+    assert "no_scale" not in first["message"] + result["diagnosis"]
 
 
 def test_every_submission_gets_fresh_inputs(api, sandbox, worker):
@@ -134,6 +161,7 @@ def test_a_broken_limit_is_done_not_passed_on_the_test_that_was_running(api, san
         "name": "double",
         "passed": False,
         "message": "Stopped after 5 s of CPU time: is there an endless loop?",
+        **NO_DETAILS,
     }
 
 

@@ -72,7 +72,7 @@ def test_a_limit_lands_on_the_running_test_or_on_a_limits_test(fake):
     graded = grading.grade(lab=TINY, code=CODE, seed=1)
     assert (graded.status, graded.passed) == ("done", False)
     assert graded.tests == [
-        {"name": "double", "passed": True, "message": "ok"},
+        {"name": "double", "passed": True, "message": "Passed."},
         {"name": "halve", "passed": False, "message": "Stopped: 512 MB used."},
     ]
     # Keys that name no test: the limit is a test of its own, first.

@@ -54,13 +54,37 @@ def test_values_cross_the_boundary_unchanged(value):
         assert back == value
 
 
-def test_nan_and_infinities_are_values_and_other_numbers_become_float64():
+def test_nan_and_infinities_are_values_and_arrays_keep_their_dtype():
     back = codec.decode(codec.encode(np.array([np.nan, np.inf, -np.inf], dtype=np.float32)))
-    assert back.dtype == np.float64 and np.isnan(back[0]) and back[1] == np.inf
+    assert back.dtype == np.float32 and np.isnan(back[0]) and back[1] == np.inf
     assert back[2] == -np.inf
     assert math.isnan(codec.decode(codec.encode(float("nan"))))
-    assert codec.decode(codec.encode(np.arange(3))).dtype == np.float64
+    for dtype in (np.int64, np.int32, np.uint8, np.float16, np.float64, np.bool_):
+        value = np.arange(6).reshape(2, 3).astype(dtype)
+        back = codec.decode(json.loads(json.dumps(codec.encode(value))))
+        assert back.dtype == dtype and np.array_equal(back, value)
+    big_endian = np.arange(3, dtype=">f8")
+    assert codec.decode(codec.encode(big_endian)).tolist() == [0.0, 1.0, 2.0]
     assert codec.decode(codec.encode(np.int64(7))) == 7
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ("done", "str"),
+        ({"a": 1}, "dict"),
+        (np.array(["x"]), "ndarray"),
+        (np.array([1 + 2j]), "ndarray"),
+        ({1, 2}, "set"),
+        (np.zeros(codec.MAX_ELEMENTS + 1), "ndarray"),
+    ],
+)
+def test_a_returned_value_that_may_not_cross_is_named_by_its_type(value, kind):
+    back = codec.decode(json.loads(json.dumps(codec.encode_returned(value))))
+    assert isinstance(back, codec.Foreign) and back.kind == kind
+    assert len(back.text) <= codec.MAX_FOREIGN_CHARS
+    if kind == "str":
+        assert back.text == "'done'"
 
 
 @pytest.mark.parametrize(
@@ -97,6 +121,8 @@ GOOD = codec.encode(np.ones((2, 2)))
         {**GOOD, "shape": [1] * 9},
         {**GOOD, "data": "***"},
         {**GOOD, "extra": 1},
+        {"t": "foreign", "type": 3, "text": ""},
+        {"t": "foreign", "type": "str", "text": "x" * 500},
         {"t": "int", "v": 1.5},
         {"t": "int", "v": True},
         {"t": "float", "v": 1.5},
@@ -380,8 +406,9 @@ def test_a_lab_runs_and_hands_back_its_values():
     assert result.returned["broken"].error == (
         "AttributeError: 'float' object has no attribute 'nope' (line 22)"
     )
-    assert result.returned["untyped"].error == (
-        "TypeError: returned a dict; expected an array, a number, a bool, None or a tuple of those"
+    untyped = result.returned["untyped"]
+    assert untyped.error is None and untyped.value == codec.Foreign(
+        "dict", "a dict; expected an array, a number, a bool, None or a tuple of those"
     )
     assert result.returned["missing"].error == (
         "NameError: the code defines no function named 'layer_norm'"

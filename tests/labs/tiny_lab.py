@@ -28,7 +28,7 @@ def _calls(rng: np.random.Generator) -> list[Call]:
 def _judge(calls: Sequence[Call], run: RunResult) -> Verdict:
     outcomes = []
     for name, function, factor in (("double", "double", 2.0), ("halve", "halve", 0.5)):
-        ok, message = True, "ok"
+        ok, message, details = True, "Passed.", {}
         for call in calls:
             if call.function != function:
                 continue
@@ -40,10 +40,21 @@ def _judge(calls: Sequence[Call], run: RunResult) -> Verdict:
             got = np.asarray(back.value, dtype=float)
             if got.shape != expected.shape or not np.allclose(got, expected):
                 ok, message = False, f"{call.key}: expected {expected!r}, got {got!r}"
+                details = {
+                    "expected": repr(expected.tolist()),
+                    "got": repr(got.tolist()),
+                    "input": f"x = {np.asarray(call.args[0]).tolist()!r}",
+                    "hint": f"Multiply x by {factor:g}.",
+                    "mistake": "no_scale",
+                }
                 break
-        outcomes.append(TestOutcome(name, ok, message))
-    diagnosis = "" if all(o.passed for o in outcomes) else "not-doubled"
-    return Verdict(tuple(outcomes), diagnosis=diagnosis)
+        outcomes.append(TestOutcome(name, ok, message, **details))
+    passed = all(o.passed for o in outcomes)
+    return Verdict(
+        tuple(outcomes),
+        diagnosis="" if passed else "The code does not double.",
+        mistake="" if passed else "no_scale",
+    )
 
 
 TINY = Lab(

@@ -17,7 +17,7 @@ from rest_framework.authtoken.models import Token
 from cards.models import LearnerProfile
 from studyapp import middleware
 from studyapp.common import charsets
-from studyapp.common.jsonscan import json_depth
+from studyapp.common.jsonscan import Shape, json_depth
 
 TOKEN = "/api/v1/auth/token/"
 PASSWORD = "pässwörd-€-𝄞-123"  # Latin-1, the BMP beyond it, and an astral character
@@ -275,7 +275,7 @@ def test_the_guard_reads_the_body_in_place_and_the_parser_decodes_it(
     anon_api, accented, monkeypatch, label
 ):
     seen = []
-    monkeypatch.setattr(middleware, "json_depth", lambda units: seen.append(units) or 1)
+    monkeypatch.setattr(middleware, "json_shape", lambda units: seen.append(units) or Shape(1, 2))
     codec = {"utf-16": "utf-16-le", "utf-32-be": "utf-32-be"}.get(label, label)
     body = encoded({"username": "zoë", "password": PASSWORD}, codec, b"")
     response = anon_api.post(TOKEN, body, content_type=f"application/json; charset={label}")

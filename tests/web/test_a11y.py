@@ -13,12 +13,13 @@ import pytest
 from django.utils import timezone
 
 from cards import services as card_services
+from cards.models import Card, ReviewLog, Tag
 from exercises import services as exercise_services
 from exercises.cells import cell_name
 from exercises.kinds import KINDS
 from exercises.models import Exercise
 
-from .conftest import WIDTHS, axe_check, log_in, open_view, wait_until
+from .conftest import WIDTHS, assert_axe_clean, axe_check, log_in, open_view, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -200,3 +201,144 @@ def test_after_a_submit_focus_is_on_the_result_and_answers_may_be_negative(
     view.get_by_role("button", name="Check answers").click()
     view.wait_for_selector("#answer-problems")
     wait_until(view, "document.activeElement.id === 'answer-problems'")
+
+
+# --- Dark mode, the progress page and the admin, in both themes -----------------------
+
+THEMES = ("light", "dark")
+
+
+@pytest.fixture(
+    params=[(width, theme) for theme in THEMES for width in WIDTHS],
+    ids=lambda param: "-".join(param),
+)
+def themed(request, browser):
+    """A page at one width whose device prefers one colour scheme; no service worker."""
+    width, theme = request.param
+    for page in open_view(
+        browser, width, WIDTHS[width], service_workers="block", color_scheme=theme
+    ):
+        page.width_name = f"{width}-{theme}"
+        page.theme = theme
+        yield page
+
+
+def _drawn_dark(page) -> bool:
+    """Whether the page is drawn dark: the luminance of its background."""
+    return page.evaluate(
+        """() => {
+          const rgb = getComputedStyle(document.documentElement).backgroundColor.match(/[0-9.]+/g).map(Number);
+          return (0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]) < 80;
+        }"""
+    )
+
+
+def _history(learner, deck) -> None:
+    """A deck enrolled with every card placed, due today, and a week of reviews on the
+    calendar: the dashboard's charts, the next steps and the progress bars all show."""
+    card_services.enroll(learner=learner, deck=deck, at=timezone.now())
+    today = timezone.localdate()
+    learner.review_states.update(due_on=today)
+    card = deck.cards.get(key="why-scale")
+    for days_ago, result in ((6, "fail"), (4, "pass"), (2, "pass"), (1, "fail")):
+        ReviewLog.objects.create(
+            learner=learner,
+            card=card,
+            reviewed_at=timezone.now() - dt.timedelta(days=days_ago),
+            study_day=today - dt.timedelta(days=days_ago),
+            result=result,
+            step_before=0,
+            step_after=0,
+            interval_days=1,
+            due_before=today,
+            due_after=today,
+        )
+
+
+def test_learner_pages_in_both_themes(live_server, themed, check, deck, learner):
+    base = live_server.url
+    page = themed
+    Tag.objects.get_or_create(name="softmax")[0].cards.add(*deck.cards.all())
+    _history(learner, deck)
+    log_in(page.context, live_server, learner)
+    page.goto(f"{base}/")
+    assert page.get_attribute("html", "data-theme") == "auto"
+    assert _drawn_dark(page) == (page.theme == "dark")
+    page.wait_for_selector("#next-steps")
+    check(page, "dashboard-themed")
+    page.goto(f"{base}/progress/")
+    page.wait_for_selector(".topic-bars")
+    check(page, "progress")
+    page.get_by_text("Progress by topic as a table").click()
+    check(page, "progress-table")
+    page.goto(f"{base}/review/")
+    check(page, "review-front-themed")
+    page.get_by_text("Show answer").click()
+    page.wait_for_selector("#answer-body", state="visible")
+    check(page, "review-back-themed")
+    page.get_by_role("button", name="Good").click()
+    page.wait_for_selector("[data-exercise]")
+    check(page, "review-exercise-themed")
+    exercise = exercise_services.exercise_create(owner=learner, kind="attention", params={})
+    for _ in range(exercise.max_attempts):
+        exercise_services.attempt_submit(
+            owner=learner,
+            exercise_id=exercise.pk,
+            answers={a["name"]: _zeros(a["shape"]) for a in exercise.asks},
+            at=timezone.now(),
+        )
+    page.goto(f"{base}/exercises/{exercise.pk}/")
+    page.wait_for_selector("#exercise-feedback")
+    check(page, "exercise-heat-map-themed")
+    page.goto(f"{base}/playground/?preset=abc")
+    page.wait_for_selector("#pg-results-waiting", state="visible")
+    check(page, "playground-waiting-themed")
+    page.locator("#pg-results-skip").click()
+    page.wait_for_selector("#weights-table", state="visible")
+    check(page, "playground-themed")
+    page.goto(f"{base}/profile/")
+    check(page, "profile-themed")
+    # Chosen in the profile, the theme wins over the device's.
+    other = "light" if page.theme == "dark" else "dark"
+    page.locator("#theme-switch").get_by_role("button", name=other.title()).click()
+    page.wait_for_selector(f"html[data-theme='{other}']")
+    assert _drawn_dark(page) == (other == "dark")
+    check(page, f"profile-{other}-chosen")
+    page.goto(f"{base}/")
+    check(page, f"dashboard-{other}-chosen")
+
+
+def test_admin_pages_in_both_themes(live_server, themed, axe, screenshot, deck, learner, staff):
+    base = live_server.url
+    page = themed
+    _history(learner, deck)
+    # A list as long as the starter deck's, with tags to filter by.
+    cards = Card.objects.bulk_create(
+        Card(deck=deck, key=f"extra-{i}", prompt=f"Card {i}", position=10 + i) for i in range(70)
+    )
+    for name in ("softmax", "masks", "shapes"):
+        Tag.objects.create(name=name).cards.add(*cards[:20])
+    staff.is_superuser = True  # every screen, not only those staff may view
+    staff.save(update_fields=["is_superuser"])
+    log_in(page.context, live_server, staff)
+    pages = [
+        ("admin-index", "/admin/"),
+        ("admin-deck", f"/admin/cards/deck/{deck.pk}/change/"),
+        ("admin-cards", "/admin/cards/card/"),
+        ("admin-card", f"/admin/cards/card/{deck.cards.first().pk}/change/"),
+        ("admin-item-analysis", "/admin/cards/cardanalysis/"),
+        ("admin-item-kinds", "/admin/cards/cardanalysis/kinds/"),
+        ("admin-logs", "/admin/cards/reviewlog/"),
+        ("admin-lesson-sections", "/admin/cards/lessonsection/"),
+        ("admin-lesson-section-add", "/admin/cards/lessonsection/add/"),
+    ]
+    for name, path in pages:
+        response = page.goto(f"{base}{path}")
+        assert response.status == 200, path
+        # axe alone: the headings are the admin's own (its widgets start at h4 and h3).
+        screenshot(page, f"a11y-{name}-{page.width_name}")
+        assert_axe_clean(axe, page, name)
+        # Nothing wider than the screen: wide tables scroll in their own box.
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), (
+            f"{path} is wider than the screen at {page.width_name}"
+        )

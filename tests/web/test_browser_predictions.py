@@ -57,7 +57,7 @@ def test_exercise_asks_the_prediction_before_the_numbers(live_server, page, lear
 
 def test_ablation_page_takes_numbers_and_a_verdict(live_server, page, learner, screenshot):
     exercise = exercise_services.exercise_create(
-        owner=learner, kind="ablation", params={"seed": 12, "case": "decoration"}
+        owner=learner, kind="ablation", params={"seed": 12, "case": "redundant"}
     )
     solution = exercise.solution
     _log_in(page.context, live_server, learner)
@@ -71,7 +71,7 @@ def test_ablation_page_takes_numbers_and_a_verdict(live_server, page, learner, s
     feedback = page.inner_text("#exercise-feedback")
     assert "Not quite" in feedback
     screenshot(page, "ablation-01-wrong-verdict")
-    page.get_by_role("radio", name="decoration").check()
+    page.get_by_role("radio", name="redundant").check()
     page.get_by_role("button", name="Check answers").click()
     wait_until(
         page,

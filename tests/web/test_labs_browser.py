@@ -81,6 +81,18 @@ def failed_result(learner, lab) -> Submission:
             if i % 2
             else "expected shape (6, 8), got (8, 6); first wrong entry [0, 3]: expected "
             "0.125730981, got 0.982341772 (a long message wraps on a phone)",
+            **(
+                {}
+                if i % 2
+                else {
+                    "expected": "[[0.1257, 0.2   , 0.6743],\n [0.3333, 0.3333, 0.3333]]",
+                    "got": "an ndarray of shape (50, 64) (float64); its first entries: "
+                    "0, 1, 0, 1, 0, 1, …",
+                    "input": "z = [[ 1.2041, -0.3317,  2.9005,  0.1234,  5.5555, -7.7777]]",
+                    "hint": "Subtract each row's maximum, take exp(), divide by the row's sum.",
+                    "mistake": "softmax_over_queries",
+                }
+            ),
         }
         for i, name in enumerate(lab.tests)
     ]
@@ -261,6 +273,58 @@ def test_tab_indents_shift_tab_outdents_and_escape_then_tab_leaves(live_server, 
     page.keyboard.press("Shift+Tab")
     assert page.evaluate("document.activeElement.id") != "lab-code"
     assert editor.input_value() == "def f():\n    return 1"
+
+
+def test_a_failed_test_shows_expected_got_input_and_hint_and_no_code(
+    live_server, view, learner, lab
+):
+    log_in(view.context, live_server, learner)
+    failed = failed_result(learner, lab)
+    view.goto(f"{live_server.url}/labs/{lab.slug}/submissions/{failed.pk}/")
+    details = view.locator(".lab-tests li.no .lab-test-details").first
+    terms = details.locator("dt").all_inner_texts()
+    assert terms == ["Expected", "Your code returned", "On the input", "Hint"]
+    assert "0.1257" in details.inner_text() and "shape (50, 64)" in details.inner_text()
+    assert "softmax_over_queries" not in view.content()
+    # a value wider than a phone scrolls inside its own box; the page does not widen
+    assert view.evaluate(
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+
+
+def test_long_lines_wrap_on_a_phone_and_the_numbers_follow(live_server, browser, learner, lab):
+    context = _context(browser, "phone")
+    page = context.new_page()
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/labs/{lab.slug}/")
+    page.wait_for_selector(".code-gutter")
+    long_line = (
+        "    return np.exp(z - z.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True)  # end"
+    )
+    page.locator("#lab-code").fill(f"def f():\n{long_line}\nx = 1")
+    # Nothing runs past the edge: the textarea has no hidden width to scroll to.
+    assert page.evaluate(
+        "(() => { const t = document.getElementById('lab-code');"
+        " return t.scrollWidth <= t.clientWidth; })()"
+    )
+    # Each line's number sits on its first row: line 3 comes after line 2's wrapped rows.
+    rows = page.inner_text(".code-gutter pre").split("\n")
+    assert rows[:2] == ["1", "2"] and rows[-1] == "3" and len(rows) > 3
+    assert all(row == "" for row in rows[2:-1])
+    context.close()
+    # On a desktop the same line stays one row, and scrolls sideways.
+    wide = _context(browser, "desktop")
+    page = wide.new_page()
+    log_in(page.context, live_server, learner)
+    page.goto(f"{live_server.url}/labs/{lab.slug}/")
+    page.wait_for_selector(".code-gutter")
+    page.locator("#lab-code").fill(f"def f():\n{long_line * 3}\nx = 1")
+    assert page.inner_text(".code-gutter pre").split("\n") == ["1", "2", "3"]
+    assert page.evaluate(
+        "(() => { const t = document.getElementById('lab-code');"
+        " t.scrollLeft = 10000; return t.scrollLeft > 0; })()"
+    )
+    wide.close()
 
 
 def test_the_line_numbers_follow_the_lines_and_the_scrolling(live_server, page, learner, lab):

@@ -6,8 +6,10 @@ no worker runs) or written directly in their final states, as the grader leaves 
 
 from __future__ import annotations
 
+import html
 import re
 
+import numpy as np
 import pytest
 from django.test import Client
 
@@ -207,6 +209,33 @@ def test_the_lab_opens_on_the_latest_submission_and_its_result(client_for, learn
     assert "Ran in 0.42 s." in words
     starter = client_for(learner).get(f"/labs/{lab.slug}/?starter=1")
     assert starter.context["code"] == lab.starter_code
+
+
+def test_a_failed_test_shows_expected_got_input_and_hint_never_a_code(client_for, learner, lab):
+    """A graded lab's real verdict, stored as the grader stores it, on the page."""
+    from labs import grading
+    from labs.catalogue import lab as catalogue_lab
+    from tests.labs.test_catalogue import SOLUTIONS, run_with
+
+    the_lab = catalogue_lab(lab.slug)
+    calls = list(the_lab.calls(np.random.default_rng(3)))
+    name = next(n for n in SOLUTIONS[lab.slug] if n != "reference")
+    verdict = the_lab.judge(calls, run_with(calls, SOLUTIONS[lab.slug][name]))
+    mine = judged(
+        learner,
+        lab,
+        passed=False,
+        tests=[grading._outcome(t) for t in verdict.tests],
+        diagnosis=verdict.diagnosis,
+    )
+    response = client_for(learner).get(f"/labs/{lab.slug}/submissions/{mine.pk}/")
+    words = html.unescape(text_of(response))
+    failed = next(t for t in verdict.tests if not t.passed)
+    for label in ("Expected", "Your code returned", "On the input", "Hint"):
+        assert label in words
+    assert " ".join(failed.hint.split()) in words
+    assert verdict.diagnosis in words
+    assert verdict.mistake and verdict.mistake not in response.content.decode()
 
 
 def test_a_passed_result_lists_every_test_as_passed(client_for, learner, lab):

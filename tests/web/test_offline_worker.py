@@ -90,7 +90,7 @@ def test_pages_name_their_learner_by_an_opaque_key_and_load_the_queue_first(lear
     client.force_login(learner)
     body = client.get("/").content.decode()
     key = learner_key(learner)
-    assert f'<html lang="en" data-learner="{key}">' in body
+    assert f'<html lang="en" data-theme="auto" data-learner="{key}">' in body
     assert str(learner.pk) != key
     assert 'action="/logout/" data-logout' in body
     head = body.split("</head>")[0]

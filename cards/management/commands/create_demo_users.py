@@ -26,7 +26,7 @@ DEMO_USERS = (
     ("admin", "ADMIN_PASSWORD", "admin-pass-123", True),
 )
 # Cards of the starter deck due at once for a newly enrolled demo learner, so a review
-# can be tried on day one (enrolling alone schedules every card for tomorrow).
+# can be tried on day one (enrolling alone schedules the pace's first batch for tomorrow).
 DUE_TODAY = 10
 
 
@@ -98,11 +98,11 @@ class Command(BaseCommand):
             return (
                 f"       enrolled in {deck.slug!r}: {result.scheduled} card(s) newly scheduled, "
                 f"{made_due} due today ({today}) to try a review now, the rest from "
-                f"{result.first_due_on}"
+                f"{result.first_due_on}; {result.waiting} waiting for the pace"
             )
         return (
             f"       enrolled in {deck.slug!r}: {result.scheduled} card(s) newly scheduled, "
-            f"first due {result.first_due_on}"
+            f"first due {result.first_due_on}; {result.waiting} waiting for the pace"
         )
 
 
