@@ -302,7 +302,7 @@ def _sinusoid_legend() -> SafeString:
         (
             (
                 format_html(' stroke-dasharray="{}"', _DASHES[i]) if _DASHES[i] else "",
-                dim,
+                dim + 1,
                 fmt(2 * np.pi * 10000 ** (dim / SINUSOID_D_MODEL), 1),
             )
             for i, dim in enumerate(SINUSOID_DIMENSIONS)
@@ -320,7 +320,7 @@ def _sinusoid_table(pe: np.ndarray) -> SafeString:
         rows,
         "Every fourth position",
         [str(p) for p in range(0, SINUSOID_POSITIONS, 4)],
-        [f"dim {dim}" for dim in SINUSOID_DIMENSIONS],
+        [f"dim {dim + 1}" for dim in SINUSOID_DIMENSIONS],
         False,
         "position",
         "dimension",
@@ -329,7 +329,7 @@ def _sinusoid_table(pe: np.ndarray) -> SafeString:
 
 def sinusoids_figure() -> SafeString:
     pe = sinusoids()
-    dims = ", ".join(str(d) for d in SINUSOID_DIMENSIONS)
+    dims = ", ".join(str(d + 1) for d in SINUSOID_DIMENSIONS)
     label = (
         f"Line chart: sinusoidal position encodings, dimensions {dims} of "
         f"d_model = {SINUSOID_D_MODEL}, over positions 0 to {SINUSOID_POSITIONS - 1}. "
@@ -351,9 +351,9 @@ def sinusoids_figure() -> SafeString:
     )
     return _figure(
         format_html("{}{}{}", svg, _sinusoid_legend(), numbers),
-        f"PE[pos, 2i] = sin(pos / 10000^(2i/{SINUSOID_D_MODEL})): the first dimensions turn "
-        "fast, later ones slowly, so every position gets its own pattern. Computed by the "
-        "attention engine.",
+        f"Dimension 2i + 1 (counting from 1) is the sine of pos divided by 10000 to the power "
+        f"2i/{SINUSOID_D_MODEL}: the first dimensions turn fast, later ones slowly, so every "
+        "position gets its own pattern. Computed by the attention engine.",
         "sinusoids",
     )
 
