@@ -17,6 +17,7 @@ import pytest
 from cards.decks import deck_load, deck_validate
 from cards.management.commands.load_starter_content import CONTENT_DIR
 from exercises import engine
+from exercises.checking.mistakes import LESSON_SECTIONS
 from exercises.kinds import get_kind, quadratic_share
 from exercises.presets import PRESETS
 from labs.catalogue import LABS
@@ -24,19 +25,9 @@ from studyapp.common.rendering import render_markdown
 
 DECK = CONTENT_DIR / "attention-and-transformers.yaml"
 
-# The agreed keys, in this order; the lesson may add sections between them.
-AGREED = [
-    "objective",
-    "worked-example",
-    "shapes",
-    "masks",
-    "multi-head",
-    "positions",
-    "cost",
-    "heat-maps",
-    "lab",
-    "interview",
-]
+# The agreed keys, in this order (the one list, which the mistakes' sections name); the
+# lesson may add sections between them.
+AGREED = list(LESSON_SECTIONS)
 FIGURES = {
     "worked-example-weights": "worked-example",
     "causal-mask": "masks",
