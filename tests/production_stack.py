@@ -252,7 +252,9 @@ def database(root: Path) -> Iterator[str]:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def _spawn(stack: Stack, name: str, command: list[str]) -> subprocess.Popen:
+def _spawn(
+    stack: Stack, name: str, command: list[str], *, pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen:
     log = (stack.root / f"{name}.log").open("wb")
     process = subprocess.Popen(
         command,
@@ -261,6 +263,7 @@ def _spawn(stack: Stack, name: str, command: list[str]) -> subprocess.Popen:
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
     stack.processes[name] = process
     return process

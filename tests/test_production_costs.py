@@ -5,7 +5,9 @@ over TCP as compose reaches it (``web:8000``) as well as over the stack's unix s
 - connections that never send a head: /healthz from another address answers while 2,100
   of them are held, and nginx resets them after ``client_header_timeout``;
 - the log-in paths take a few KiB: more is nginx's 413, and a refusal the service makes
-  before reading a body (a 401, a 415) reaches the client as itself, never as a 502;
+  before reading a body (a 401, a 415) reaches the client as itself, never as a 502,
+  because the service reads the rest of a refused body before it closes (sent straight
+  to gunicorn on a socket too small to hold it, the body goes through with no reset);
 - TRACE is a 405 that says what is allowed; /healthz says ``nosniff``, and HSTS behind
   a TLS proxy.
 
@@ -19,6 +21,7 @@ import json
 import os
 import re
 import socket
+from collections.abc import Iterator
 
 import pytest
 
@@ -49,12 +52,33 @@ def stack():
         yield running
 
 
+# The TCP upstream's receive buffer: fixed, where the kernel would grow it to hold a whole
+# body that no one reads (up to tcp_rmem's maximum, 32 MiB here). Then a gunicorn that
+# answered without reading the body would leave most of it unsent, and close on it.
+UPSTREAM_RECEIVE_BUFFER = 64 * 1024
+
+
 @pytest.fixture(scope="module")
-def over_tcp(stack) -> int:
-    """An nginx in front of a gunicorn on a TCP port, as in compose: its port."""
-    upstream = free_port()
-    _spawn(stack, "gunicorn-tcp", gunicorn_command(f"127.0.0.1:{upstream}"))
-    return add_proxy(stack, "nginx-tcp", free_port(), STUDY_PROXY_UPSTREAM=f"127.0.0.1:{upstream}")
+def upstream_tcp(stack) -> Iterator[int]:
+    """A gunicorn on a TCP port, as compose runs it (``web:8000``): its port."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, UPSTREAM_RECEIVE_BUFFER)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    listener.set_inheritable(True)
+    fd = listener.fileno()
+    with listener:
+        _spawn(stack, "gunicorn-tcp", gunicorn_command(f"fd://{fd}"), pass_fds=(fd,))
+        yield listener.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def over_tcp(stack, upstream_tcp) -> int:
+    """An nginx in front of that gunicorn, as in compose: its port."""
+    return add_proxy(
+        stack, "nginx-tcp", free_port(), STUDY_PROXY_UPSTREAM=f"127.0.0.1:{upstream_tcp}"
+    )
 
 
 def _raw(port: int, head: bytes, body: bytes = b"") -> tuple[bytes, bytes]:
@@ -157,6 +181,27 @@ def test_a_refusal_of_an_unread_body_arrives_as_itself_never_a_502(over_tcp, con
             over_tcp, _post_head("/api/v1/attention/", len(body), content_type), body
         )
         assert head.startswith(f"HTTP/1.1 {status}".encode()), head + answer[:300]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [("text/plain", 401), ("application/json; charset=punycode", 415)],
+)
+def test_the_service_reads_a_body_it_refuses_before_it_closes(
+    over_tcp, upstream_tcp, content_type, status
+):
+    """What keeps nginx from a 502: a gunicorn that answered and closed with the body unread
+    would reset the connection while most of the body is still being sent (a proxy then
+    sees the reset, often before the answer). Sent straight to gunicorn, the whole body
+    goes through and the answer comes after it, on a connection closed cleanly."""
+    body = b'{"Q": [' + b"1," * (3 * 1024 * 1024) + b"1]}"
+    with socket.create_connection(("127.0.0.1", upstream_tcp), timeout=30) as connection:
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16 * 1024)
+        connection.sendall(_post_head("/api/v1/attention/", len(body), content_type) + body)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    assert answer.startswith(f"HTTP/1.1 {status}".encode()), answer[:300]
 
 
 def test_a_hostile_body_is_refused_cheaply_on_every_path(over_tcp):

@@ -112,8 +112,34 @@ class WatchedBrowser:
         return context
 
 
+# The pages of the running test, so that a failure can say where each one stood.
+OPEN_PAGES: list = []
+
+
 def _watch(page) -> None:
+    OPEN_PAGES.append(page)
     page.on("pageerror", lambda error: PAGE_ERRORS.append(f"{page.url}: {error}"))
+
+
+def _where(page) -> str:
+    if page.is_closed():
+        return "(closed)"
+    try:
+        text = page.inner_text("body", timeout=2_000)
+    except Exception as exc:  # the failure's report must not fail in turn
+        text = f"(its text could not be read: {exc})"
+    return f"{page.url}\n{text[:1500]}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser test's report says each open page's address and text."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed and OPEN_PAGES:
+        report.sections.append(("open pages", "\n\n".join(_where(page) for page in OPEN_PAGES)))
+    if report.when == "teardown":
+        OPEN_PAGES.clear()
 
 
 @pytest.fixture(autouse=True)
