@@ -30,7 +30,14 @@ submit) on, counted in Redis when ``REDIS_URL`` is set.
 The baseline, the floor and the due queue alternate in rounds so all see the same
 machine, and so do the two review series. The ratios printed: the due queue to the
 baseline (target 0.8), the due queue to the floor and a review to the floor's review
-(target 0.5 each). Exit status 1 when a request failed or a ratio misses its target.
+(target 0.5 each). Exit status 1 when a request failed, a ratio misses its target or a
+review series ran out of due cards before its time (its ratio is then not printed).
+
+``--shapes 300x300,200x1000`` runs every series at each shape of learners x cards in
+turn (the same gunicorn; the database reseeded to each shape) and ends with the ratios
+of all of them. Each review moves a due card days ahead, so every run uses up due cards:
+the data is reseeded (``seed_load --reset``) whenever it is not the shape asked for or
+holds fewer due recall cards than a run can use (``review_targets_wanted``).
 
 ``--mixed`` runs a compressed study day instead (``benchmarks/load_mix.py``): every
 endpoint a learner uses in its share of a day, paced at each of ``--rates`` requests/s,
@@ -62,7 +69,7 @@ from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 
-from cards.management.commands.seed_load import synthetic_users  # noqa: E402
+from cards.management.commands.seed_load import synthetic_decks, synthetic_users  # noqa: E402
 from cards.models import Card, ReviewState  # noqa: E402
 from exercises.services import exercise_create  # noqa: E402
 
@@ -70,12 +77,18 @@ REPO = Path(__file__).resolve().parents[1]
 TOKENS = 100
 TARGET_RATIO = 0.8
 FLOOR_TARGET_RATIO = 0.5
+# Requests/s a review series is assumed to reach at most, to size the due cards a run
+# may use: about twice the fastest rate measured (the floor's, on a quiet machine).
+REVIEW_RATE_BOUND = 1000
 
 
 # --- data ---------------------------------------------------------------------------
 
 
-def ensure_data(learners: int, cards: int) -> None:
+def ensure_data(learners: int, cards: int, *, targets_wanted: int = 0) -> None:
+    """Migrate, collect the static files once, and hold the synthetic data at exactly
+    ``learners`` x ``cards`` with at least ``targets_wanted`` due recall cards to review,
+    reseeding from scratch when it is not."""
     call_command("migrate", verbosity=0)
     # The pages (the mixed profile's dashboard) name their files through the manifest.
     if not (Path(settings.STATIC_ROOT) / "staticfiles.json").exists():
@@ -87,14 +100,30 @@ def ensure_data(learners: int, cards: int) -> None:
             env=env,
             check=True,
         )
-    have = synthetic_users().count()
-    if have < learners:
-        print(f"seeding {learners} learners x {cards} cards ...", flush=True)
-        call_command("seed_load", learners=learners, cards=cards, verbosity=0)
+    have = (synthetic_users().count(), Card.objects.filter(deck__in=synthetic_decks()).count())
+    if have == (learners, cards):
+        left = len(review_targets(reviewing_learners(), targets_wanted))
+        if left >= targets_wanted:
+            return
+        print(f"{left:,} due recall cards left, {targets_wanted:,} wanted: reseeding", flush=True)
+    print(f"seeding {learners:,} learners x {cards:,} cards ...", flush=True)
+    call_command("seed_load", learners=learners, cards=cards, reset=True, verbosity=0)
+
+
+def review_targets_wanted(args) -> int:
+    """Due recall cards a run's two review series may use at ``REVIEW_RATE_BOUND``."""
+    return int(2 * REVIEW_RATE_BOUND * args.seconds / 2 * args.rounds)
 
 
 def learners_with_tokens() -> list[tuple[int, str]]:
     users = list(synthetic_users().order_by("id")[:TOKENS])
+    return [(user.pk, Token.objects.get_or_create(user=user)[0].key) for user in users]
+
+
+def reviewing_learners() -> list[tuple[int, str]]:
+    """Every synthetic learner with a token: the review series draw due cards from all of
+    them (the due page's series rotate over ``TOKENS`` of them)."""
+    users = list(synthetic_users().order_by("id"))
     return [(user.pk, Token.objects.get_or_create(user=user)[0].key) for user in users]
 
 
@@ -142,6 +171,12 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learners", type=int, default=1000)
     parser.add_argument("--cards", type=int, default=1000)
+    parser.add_argument(
+        "--shapes",
+        type=parse_shapes,
+        help="learners x cards to run in turn, e.g. 300x300,200x1000 (instead of "
+        "--learners and --cards)",
+    )
     parser.add_argument("--seconds", type=float, default=8.0, help="per series (and per round)")
     parser.add_argument("--rounds", type=int, default=2, help="baseline/due alternations")
     parser.add_argument("--clients", type=int, default=4, help="concurrent connections")
@@ -169,6 +204,34 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def parse_shapes(text: str) -> list[tuple[int, int]]:
+    """``300x300,200x1000`` as ``[(300, 300), (200, 1000)]``."""
+    shapes = []
+    for part in text.split(","):
+        learners, _, cards = part.strip().lower().partition("x")
+        if not (learners.isdigit() and cards.isdigit()) or int(learners) < 1 or int(cards) < 1:
+            raise argparse.ArgumentTypeError(
+                f"expected LEARNERSxCARDS, e.g. 200x1000, got {part!r}"
+            )
+        shapes.append((int(learners), int(cards)))
+    return shapes
+
+
+class Pool:
+    """``from_pool`` that remembers whether the items ran out: a series that stopped for
+    want of due cards ran for less than its time, and its rate is not comparable."""
+
+    def __init__(self, items: list, make):
+        self.ran_out = False
+        self.calls = from_pool(items, make)
+
+    def __call__(self, n: int):
+        call = self.calls(n)
+        if call is None:
+            self.ran_out = True
+        return call
+
+
 def run_series(args, tokens: list[str], targets: list, pool: list) -> list[Series]:
     """Every series against the running server: baseline, floor and due queue alternating
     in rounds, the floor's review and the service's alternating, then the exercises."""
@@ -188,15 +251,16 @@ def run_series(args, tokens: list[str], targets: list, pool: list) -> list[Serie
     floor_review = Series("POST floor reviews (bare WSGI)", 201)
     review = Series("POST reviews/", 201)
     # Alternate cards between the two, so neither reviews a card the other has moved.
-    floor_calls = from_pool(
+    floor_calls = Pool(
         targets[0::2], lambda t: ("POST", "/bench/floor/reviews/", t[0], review_body(t))
     )
-    service_calls = from_pool(
+    service_calls = Pool(
         targets[1::2], lambda t: ("POST", "/api/v1/reviews/", t[0], review_body(t))
     )
     for _ in range(args.rounds):
         floor_review.run(args.port, args.clients, args.seconds / 2, floor_calls)
         review.run(args.port, args.clients, args.seconds / 2, service_calls)
+    floor_review.ran_out, review.ran_out = floor_calls.ran_out, service_calls.ran_out
     create = Series("POST exercises/", 201)
     tokens_iter = rotating(tokens, "POST", "/api/v1/exercises/")
     create.run(
@@ -229,15 +293,16 @@ def load_average() -> str:
         return "n/a"
 
 
-def report(args, series: list[Series], tokens: list[str]) -> bool:
-    """Prints the table and the ratios to the baseline and the floor; whether all went well."""
+def report(args, series: list[Series], tokens: list[str], shape: tuple[int, int]) -> dict:
+    """Prints the table and the ratios to the baseline and the floor; returns the ratios
+    (None for one not measured) and whether all went well (``ok``)."""
     by_name = {s.name: s for s in series}
     baseline = by_name["GET baseline (hand-written view)"]
     floor_due, due = by_name["GET floor due (bare WSGI)"], by_name["GET reviews/due/"]
     floor_review, review = by_name["POST floor reviews (bare WSGI)"], by_name["POST reviews/"]
     print(
         f"\ngunicorn {args.workers} sync workers, production settings, {args.clients} clients, "
-        f"{args.learners:,} learners x {args.cards:,} cards, tokens over {len(tokens)} learners, "
+        f"{shape[0]:,} learners x {shape[1]:,} cards, tokens over {len(tokens)} learners, "
         f"per-learner limit {'on' if args.user_limit else 'off'}, load average {load_average()}"
     )
     print_table(series)
@@ -246,14 +311,38 @@ def report(args, series: list[Series], tokens: list[str]) -> bool:
         ("due queue / floor", due, floor_due, FLOOR_TARGET_RATIO),
         ("review / floor review", review, floor_review, FLOOR_TARGET_RATIO),
     ]
-    met = True
+    ok = not any(s.errors for s in series)
+    ratios: dict = {}
     print()
     for label, ours, theirs, target in checks:
-        ratio = ours.rate / theirs.rate if theirs.rate else 0.0
+        short = [s.name for s in (ours, theirs) if getattr(s, "ran_out", False) or not s.rate]
+        if short:
+            # A series cut short by its due cards measured less than its time: no ratio.
+            ratios[label] = None
+            ok = False
+            print(
+                f"{label} requests/s: not measured ({', '.join(short)} ran out of due cards; "
+                "rerun: the data is reseeded when short)"
+            )
+            continue
+        ratio = ours.rate / theirs.rate
+        ratios[label] = ratio
+        ok = ok and ratio >= target
         verdict = "met" if ratio >= target else "MISSED"
-        met = met and ratio >= target
         print(f"{label} requests/s: {ratio:.2f} (target >= {target}: {verdict})")
-    return not any(s.errors for s in series) and met
+    return {"ratios": ratios, "ok": ok}
+
+
+def print_summary(results: list[tuple[tuple[int, int], dict]]) -> None:
+    """Every shape's ratios, one line each."""
+    print("\nshape (learners x cards)   due/floor   due/baseline   review/floor")
+    for (learners, cards), result in results:
+        r = result["ratios"]
+        cells = [
+            "n/a" if r[k] is None else f"{r[k]:.2f}"
+            for k in ("due queue / floor", "due queue / baseline", "review / floor review")
+        ]
+        print(f"{learners:>7,} x {cards:<14,} {cells[0]:>9} {cells[1]:>14} {cells[2]:>14}")
 
 
 def print_table(series: list[Series]) -> None:
@@ -269,32 +358,56 @@ def print_table(series: list[Series]) -> None:
 
 def main() -> None:
     args = parse_args()
+    if args.mixed:
+        ok = run_mixed_profile(args)
+    else:
+        shapes = args.shapes or [(args.learners, args.cards)]
+        results = []
+        proc = None
+        try:
+            for shape in shapes:
+                ensure_data(*shape, targets_wanted=review_targets_wanted(args))
+                learners = learners_with_tokens()
+                tokens = [token for _, token in learners]
+                targets = review_targets(reviewing_learners(), review_targets_wanted(args))
+                pool = exercise_pool(learners, args.exercises)
+                if proc is None:
+                    proc = start_gunicorn(args.port, args.workers, args.user_limit)
+                wait_ready(args.port, tokens[0], proc)
+                series = run_series(args, tokens, targets, pool)
+                results.append((shape, report(args, series, tokens, shape)))
+        finally:
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
+        if len(results) > 1:
+            print_summary(results)
+        ok = all(result["ok"] for _, result in results)
+    if not ok:
+        sys.exit(1)
+
+
+def run_mixed_profile(args) -> bool:
+    """``--mixed``: the compressed study day of ``benchmarks/load_mix.py``, one shape."""
+    from benchmarks.load_mix import run_mixed
+
     ensure_data(args.learners, args.cards)
     learners = learners_with_tokens()
-    tokens = [token for _, token in learners]
     targets = review_targets(learners, 20_000)
     pool = exercise_pool(learners, args.exercises)
-
     proc = start_gunicorn(args.port, args.workers, args.user_limit)
     try:
-        wait_ready(args.port, tokens[0], proc)
-        if args.mixed:
-            from benchmarks.load_mix import run_mixed
-
-            print(
-                f"gunicorn {args.workers} sync workers, production settings, {args.clients} "
-                f"clients, {args.learners:,} learners x {args.cards:,} cards, "
-                f"learners rotating over {len(learners)}, per-learner limit "
-                f"{'on' if args.user_limit else 'off'}"
-            )
-            ok = run_mixed(args, learners, targets, pool, load_average)
-        else:
-            ok = report(args, run_series(args, tokens, targets, pool), tokens)
+        wait_ready(args.port, learners[0][1], proc)
+        print(
+            f"gunicorn {args.workers} sync workers, production settings, {args.clients} "
+            f"clients, {args.learners:,} learners x {args.cards:,} cards, "
+            f"learners rotating over {len(learners)}, per-learner limit "
+            f"{'on' if args.user_limit else 'off'}"
+        )
+        return run_mixed(args, learners, targets, pool, load_average)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    if not ok:
-        sys.exit(1)
 
 
 if __name__ == "__main__":

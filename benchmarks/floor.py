@@ -4,9 +4,10 @@ What the service's request must do and nothing more, written by hand: one psycop
 connection per process (autocommit, psycopg's server-side prepared statements), the
 token read with the learner's profile, the study day, then
 
-* ``GET /bench/floor/due/``: the due count from the state counts and the page of 20 with
-  tags, lapses and today's bindings (the statements ``reviews/due/`` runs), answered
-  with ``json.dumps``;
+* ``GET /bench/floor/due/``: the due count from the state counts, the page of 20 with
+  tags, lapses and today's bindings, and the memory its states keep with the learner's
+  fitted curve decay, for each item's retrievability (the statements ``reviews/due/``
+  runs), answered with ``json.dumps``;
 * ``POST /bench/floor/reviews/`` (``{"card": id, "result": "pass"|"fail"}``): the state
   read with its card's kind, the ladder's next rung (``cards.ladder``, pure), and the
   one statement that takes the learner's lock, moves the state under its condition,
@@ -29,11 +30,12 @@ from typing import Any
 import psycopg
 
 from cards import ladder
+from cards.db.counts import kept
+from cards.lapses import is_leech
 
 PAGE_SIZE = 20
 # As the settings read it: unset, the ladder's default.
 LADDER_DAYS = ladder.parse_ladder(os.environ.get("STUDY_LADDER_DAYS") or ladder.describe(sep=","))
-LEECH_LAPSES = int(os.environ.get("STUDY_LEECH_LAPSES", "8"))
 
 TOKEN_SQL = """
 SELECT u.id, u.is_active, p.timezone, p.day_starts_at, p.pause_start, p.pause_days
@@ -70,13 +72,24 @@ ORDER BY s.due_on, s.id
 LIMIT %(limit)s
 """
 
-# The page's kept log and the learner's fitted FSRS parameters, in one statement, as the
-# API reads them for each item's retrievability.
-RECALL_SQL = """
+# The memory the page's states keep and the learner's fitted curve decay, in one
+# statement, as the API reads them for each item's retrievability
+# (``cards.db.memory.page_memory``).
+MEMORY_SQL = """
+SELECT s.card_id, s.stability, s.last_review_day,
+       s.memory_as_of IS NOT DISTINCT FROM s.last_reviewed_at,
+       (SELECT (m.parameters ->> 20)::float8 FROM cards_memoryparameters m
+        WHERE m.learner_id = %(learner)s AND m.fitted)
+FROM cards_reviewstate s
+WHERE s.learner_id = %(learner)s AND s.card_id = ANY(%(cards)s)
+"""
+
+# A state whose memory is not current (a review or an undo since it was stored) is
+# replayed, as the API does: its kept log and the learner's fitted parameters, in one.
+RECALL_SQL = f"""
 SELECT l.card_id, l.study_day, l.result, l.reviewed_at, l.id, NULL::jsonb
 FROM cards_reviewlog l
-WHERE l.learner_id = %(learner)s AND l.card_id = ANY(%(cards)s) AND l.undo_of_id IS NULL
-  AND NOT EXISTS (SELECT FROM cards_reviewlog u WHERE u.undo_of_id = l.id)
+WHERE l.learner_id = %(learner)s AND l.card_id = ANY(%(cards)s) AND {kept("l")}
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, m.parameters FROM cards_memoryparameters m
 WHERE m.learner_id = %(learner)s AND m.fitted
@@ -184,7 +197,7 @@ def due_page(environ: dict, start_response) -> list[bytes]:
             "step": r[0],
             "interval_days": ladder.interval_days(r[0], LADDER_DAYS),
             "due_on": r[1],
-            "leech": r[16] >= LEECH_LAPSES,
+            "leech": is_leech(r[16]),
             "retrievability": recall.get(r[2]),
             **({"exercise": r[17]} if r[5] == "exercise" else {}),
         }
@@ -197,13 +210,39 @@ def due_page(environ: dict, start_response) -> list[bytes]:
 def _retrievability(
     conn: psycopg.Connection, learner_id: int, card_ids: list[int], today: dt.date
 ) -> dict[int, float]:
-    """Today's predicted recall of the page's cards, by the service's own pure functions."""
+    """Today's predicted recall of the page's cards from the memory their states keep,
+    by the service's own functions; a memory that is not current is replayed."""
     if not card_ids:
         return {}
-    from cards.services.memory import retrievability_from_rows
+    from cards.services.memory import recall_from_memory
 
-    rows = conn.execute(RECALL_SQL, {"learner": learner_id, "cards": card_ids}).fetchall()
-    return retrievability_from_rows(rows, today=today)
+    args = {"learner": learner_id, "cards": card_ids}
+    recall, stale = recall_from_memory(conn.execute(MEMORY_SQL, args).fetchall(), today=today)
+    if stale:
+        rows = conn.execute(RECALL_SQL, {"learner": learner_id, "cards": stale}).fetchall()
+        recall.update(_replayed(rows, today))
+    return recall
+
+
+def _replayed(rows: list[tuple[Any, ...]], today: dt.date) -> dict[int, float]:
+    """``RECALL_SQL``'s rows replayed: its reviews oldest first, under the fitted
+    parameters when a row carries them, else the defaults."""
+    import numpy as np
+
+    from cards import memory
+    from cards.services.memory import Log, retrievability_of
+
+    w = next((row[5] for row in rows if row[0] is None), None)
+    reviews = sorted((row for row in rows if row[0] is not None), key=lambda row: (row[3], row[4]))
+    n = len(reviews)
+    log = Log(
+        learners=np.zeros(n, np.int64),
+        cards=np.array([row[0] for row in reviews], np.int64),
+        days=np.array([row[1].toordinal() for row in reviews], np.int64),
+        passed=np.array([row[2] == "pass" for row in reviews], bool),
+        times=np.zeros(n),
+    )
+    return retrievability_of(log=log, w=w or list(memory.DEFAULT_PARAMETERS), today=today)
 
 
 def review_submit(environ: dict, start_response) -> list[bytes]:

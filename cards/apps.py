@@ -38,7 +38,8 @@ class CardsConfig(AppConfig):
         from .services.exercise_reviews import bound_card_id
         from .services.lab_reviews import lab_due, lab_graded, lab_review_of, lab_submitted
 
-        # Default beat schedules reach the database on every migrate (missing ones only).
+        # Default beat schedules reach the database on every migrate (cards.beat: the missing
+        # ones, and changed defaults of jobs staff did not edit in the admin).
         post_migrate.connect(
             sync_default_schedule_on_migrate,
             sender=self,

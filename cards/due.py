@@ -17,16 +17,21 @@ is the two together. Everything else that says what is due derives from them:
   the counts of scheduled states per due date, rung and suspension that the database
   keeps, filtered by the same terms (``_due_by``), and take off today's buried states,
   read with those terms and ``_buried_on``;
+* stats/ and the home page read the due count with the forecast, from one read of the
+  counts, through :func:`due_outlook`;
 * the reminder pass counts with :func:`cards.db.queue.due_count_sql`.
 
 ``tests/cards/test_due_compiled.py`` and ``tests/cards/test_due_sql.py`` hold each of
-those equal to :func:`queue_states`, on SQLite and on PostgreSQL.
+those equal to :func:`queue_states`, on SQLite and on PostgreSQL, and
+``tests/cards/test_rule_forms.py`` does over random histories (learners in several time
+zones and day starts, paused, suspended, buried, unenrolled).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.db.models import (
@@ -182,6 +187,49 @@ def counted_states(
     for due_on, n in buried:
         forecast[due_on] -= n
     return sorted(forecast.items()), by_step
+
+
+@dataclass(frozen=True)
+class DueOutlook:
+    """What is due on ``today`` and what falls due over the days after it (:func:`due_outlook`)."""
+
+    today: dt.date
+    paused: bool  # the learner's pause covers today
+    resumes_on: dt.date  # the first day anything can be due: today, or the day the pause ends
+    due_today: int  # queue_states(...).count()
+    forecast: dict[dt.date, int]  # from today on: the states that join the queue each day
+    by_step: dict[int, int]  # every scheduled state, per stored step
+
+
+def due_outlook(*, learner, today: dt.date, days: int) -> DueOutlook:
+    """The due count and a forecast of ``days`` days from ``today``, in one read of the counts.
+
+    The forecast puts each state of :func:`counted_states` (due by the last day, not
+    suspended, not buried today) on the first day it would be in the queue were nothing
+    reviewed meanwhile: its due date, or ``resumes_on`` when that is later (an overdue
+    card on today, one due in the pause on the day it ends). What it puts on today is
+    the due count, ``queue_states(...).count()``: nothing while paused.
+    """
+    profile = learner_profile(learner)
+    paused = is_paused(learner=learner, today=today)
+    end = ladder.pause_end(profile.pause_start, profile.pause_days)
+    resumes_on = (end or today) if paused else today
+    forecast = {today + dt.timedelta(days=i): 0 for i in range(days)}
+    rows, by_step = counted_states(
+        learner=learner, today=today, horizon=today + dt.timedelta(days=days - 1)
+    )
+    for due_on, n in rows:
+        day = max(due_on, resumes_on)
+        if day in forecast:
+            forecast[day] += n
+    return DueOutlook(
+        today=today,
+        paused=paused,
+        resumes_on=resumes_on,
+        due_today=forecast[today],
+        forecast=forecast,
+        by_step=dict(by_step),
+    )
 
 
 # --- The due page ------------------------------------------------------------------------

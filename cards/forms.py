@@ -14,6 +14,7 @@ from labs import selectors as lab_selectors
 from . import lesson, rules
 from .models import MAX_NEW_CARDS_PER_DAY, Card, LearnerProfile, LessonSection, ReviewLog
 from .services.accounts import timezone_names
+from .services.pause import MAX_PAUSE_DAYS
 
 HOURS = [(hour, f"{hour:02d}:00") for hour in range(24)]
 
@@ -138,8 +139,11 @@ class PauseForm(forms.Form):
     days = forms.IntegerField(
         label="For how many days",
         min_value=1,
-        max_value=90,
-        help_text="1 to 90 days. Nothing falls due meanwhile; due dates move on by the pause.",
+        max_value=MAX_PAUSE_DAYS,
+        help_text=(
+            f"1 to {MAX_PAUSE_DAYS} days. Nothing falls due meanwhile; due dates move on by "
+            "the pause."
+        ),
     )
 
 

@@ -2,10 +2,12 @@
 
 A *lapse* is a failed review of a card, net of undos (an undone fail and its undo entry
 count nowhere). A learner's card is a *leech* once its lapses reach
-``STUDY_LEECH_LAPSES``: :func:`is_leech` says so, and everything that flags leeches
-reads its threshold from :func:`leech_lapses` — the due page (``cards.due``), the card
-page and stats (:func:`leech_card_ids`, :func:`leech_stats`) and the staff's item
-analysis (``cards.item_analysis``, whose SQL takes the threshold as a parameter).
+``STUDY_LEECH_LAPSES``. :func:`is_leech` is the definition; the reads that cannot call
+it per row take its other forms from here: :func:`leech_q` in the ORM (the card page and
+stats: :func:`leech_card_ids`, :func:`leech_stats`) and :func:`leech_sql` in SQL (the
+staff's item analysis, ``cards.db.item_figures``). The due page (``cards.due``) and the
+benchmarks' floor (``benchmarks/floor.py``) call :func:`is_leech` on the lapses they read.
+``tests/cards/test_lapse_forms.py`` holds the forms equal to :func:`is_leech`.
 
 The lapses of every (learner, card) pair are kept by the database in ``LapseCount``
 (triggers on the review log); reads go through it, not through the log.
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.conf import settings
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from .models import LapseCount
@@ -33,13 +35,24 @@ def is_leech(lapses: int) -> bool:
     return lapses >= leech_lapses()
 
 
+def leech_q(field: str) -> Q:
+    """:func:`is_leech` of the lapses in ``field``, as an ORM condition."""
+    return Q(**{f"{field}__gte": leech_lapses()})
+
+
+def leech_sql(column: str) -> str:
+    """:func:`is_leech` of the lapses in ``column``, as an SQL condition with one
+    parameter, :func:`leech_lapses` (so a changed setting needs no new statement)."""
+    return f"{column} >= %s"
+
+
 def leech_card_ids(*, learner, card_ids: Iterable[int] | QuerySet | None = None) -> set[int]:
     """The learner's leeches among ``card_ids`` (all of their cards by default).
 
     ``card_ids`` may be a list or a queryset of ids (kept in SQL). Read from the lapse
     counts through ``(learner, n)``: the learner's leeches only, not their log.
     """
-    leeches = LapseCount.objects.filter(learner=learner, n__gte=leech_lapses())
+    leeches = LapseCount.objects.filter(leech_q("n"), learner=learner)
     if card_ids is not None:
         if not isinstance(card_ids, QuerySet):
             card_ids = list(card_ids)

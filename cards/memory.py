@@ -16,7 +16,8 @@ epoch, for the time-series split). From it:
   :func:`calibration` compares them with what happened.
 * The forgetting curve and FSRS-6's state transitions in NumPy (:func:`retrievability`,
   :func:`first_state`, :func:`next_state`; held equal to the library by a test), for the
-  workload simulation in ``cards.memory_simulation``.
+  workload simulation in ``cards.memory_simulation``, and one review's step
+  (:func:`review_memory`), for the memory state a review stores on its card's state.
 
 ``w`` is an FSRS-6 parameter vector of 21 numbers, or an array ``(n, 21)`` of one per card.
 """
@@ -312,11 +313,35 @@ def retrievability(
 ) -> np.ndarray:
     """Predicted recall after ``elapsed`` days at ``stability``: FSRS-6's power curve,
     ``(1 + f t / S) ** -decay`` with ``f`` such that recall is 0.9 at ``t = S``."""
-    w = _w(w)
-    decay = w[..., 20]
+    return forgetting_curve(elapsed, stability, _w(w)[..., 20])
+
+
+def forgetting_curve(
+    elapsed: npt.ArrayLike, stability: npt.ArrayLike, decay: npt.ArrayLike
+) -> np.ndarray:
+    """:func:`retrievability` given the curve's ``decay`` (``w[20]``) alone."""
+    decay = np.asarray(decay, float)
     f = 0.9 ** (-1.0 / decay) - 1.0
     ratio = np.asarray(elapsed, float) / np.asarray(stability, float)
     return np.asarray((1.0 + f * ratio) ** (-decay), dtype=np.float64)
+
+
+def review_memory(
+    previous: tuple[float, float] | None,
+    elapsed: int,
+    passed: bool,
+    w: Sequence[float] | np.ndarray,
+) -> tuple[float, float]:
+    """Stability and difficulty after one more review: a card's first (``previous`` is
+    None) or one ``elapsed`` days after the last, whose ``(stability, difficulty)`` was
+    ``previous``. The step :func:`replay` takes at each review, so a state kept review by
+    review equals the replay of its log."""
+    rating = PASS_RATING if passed else FAIL_RATING
+    if previous is None:
+        s, d = first_state(rating, w)
+    else:
+        s, d = next_state(previous[0], previous[1], elapsed, rating, w)
+    return float(s), float(d)
 
 
 def interval_for(

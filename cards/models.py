@@ -175,6 +175,16 @@ class ReviewState(models.Model):
     step = models.PositiveSmallIntegerField(default=0)
     due_on = models.DateField()
     last_reviewed_at = models.DateTimeField(null=True, blank=True)
+    # The card's FSRS memory after its last kept review, under the learner's parameters in
+    # force: what a replay of its log gives (``cards.memory.replay``), kept by each review
+    # and by each new fit (``cards.services.memory``); null while nothing is kept.
+    # ``memory_as_of`` is ``last_reviewed_at`` as it stood when the memory was stored:
+    # while the two are equal the memory is current, and once a review or an undo has
+    # moved ``last_reviewed_at`` without it, readers replay the log instead.
+    stability = models.FloatField(null=True, blank=True)
+    difficulty = models.FloatField(null=True, blank=True)
+    last_review_day = models.DateField(null=True, blank=True)
+    memory_as_of = models.DateTimeField(null=True, blank=True)
     # Learner's controls: a suspended card leaves the queue and forecast until
     # resumed; a buried one leaves the queue for the study day ``buried_on`` only.
     # Database defaults too: the beat jobs insert states with raw SQL.

@@ -387,7 +387,9 @@ class DueItemSerializer(serializers.Serializer):
     exercise = serializers.JSONField(
         required=False,
         allow_null=True,
-        help_text="For exercise cards: a fresh exercise bound to this review.",
+        help_text="For exercise cards: a fresh exercise bound to this review (bound before "
+        "the study day begins, and when a change brings the card into today's queue); null "
+        "while none is bound or the card cannot generate one: pass the card over.",
     )
 
 

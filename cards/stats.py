@@ -1,8 +1,10 @@
 """The learner's statistics (stats/ and the home page): due today, forecast, rungs, streak.
 
-The forecast and the due count come from :func:`cards.due.counted_states` (what is due,
-from the state counts); the streak from the day rows the database keeps (``ReviewDay``)
-through :func:`cards.ladder.streak_days`; leeches from :func:`cards.lapses.leech_stats`.
+The due count and the forecast come from :func:`cards.due.due_outlook` (what is due, from
+the state counts); the streak and retention from the day rows the database keeps
+(``ReviewDay``), the streak through :func:`cards.ladder.streak_days`; leeches from
+:func:`cards.lapses.leech_stats`; the new cards the pace would add from
+:func:`cards.services.pace.forecast_new`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from django.db.models import Min
 from exercises.selectors import prediction_accuracy
 
 from . import ladder
-from .due import counted_states, is_paused
+from .due import DueOutlook, due_outlook
 from .lapses import leech_stats
 from .models import ReviewDay
 from .selectors import learner_profile, scheduled_states
@@ -25,66 +27,77 @@ FORECAST_DAYS = 30
 RETENTION_DAYS = 30
 STREAK_LOOKBACK_DAYS = 3650
 
+# (study_day, reviews, passes, min_due_before) of a day studied: ``_review_days``.
+DayRow = tuple[dt.date, int, int, dt.date | None]
+
 
 def learner_stats(*, learner, today: dt.date) -> dict:
-    horizon = today + dt.timedelta(days=FORECAST_DAYS - 1)
-    forecast = {today + dt.timedelta(days=i): 0 for i in range(FORECAST_DAYS)}
-    profile = learner_profile(learner)
-    # While paused, nothing falls due before the pause ends.
-    paused = is_paused(learner=learner, today=today)
-    end = ladder.pause_end(profile.pause_start, profile.pause_days)
-    first_day = (end or today) if paused else today
-    due_rows, step_rows = counted_states(learner=learner, today=today, horizon=horizon)
-    # Days before today are the due count too, unless paused.
-    due_today = 0
-    for due_on, n in due_rows:
-        if due_on <= today and not paused:
-            due_today += n
-        day = max(due_on, first_day)
-        if day in forecast:
-            forecast[day] += n
-    by_step = {str(step): 0 for step in range(len(settings.STUDY_LADDER_DAYS))}
-    for step, n in sorted(step_rows.items()):
-        # A step the ladder lacks stands on its top rung (cards.ladder.rung).
-        by_step[str(ladder.rung(step, settings.STUDY_LADDER_DAYS))] += n
-
+    outlook = due_outlook(learner=learner, today=today, days=FORECAST_DAYS)
     # One read of the day rows serves the retention window and the streak.
     days = _review_days(learner=learner, today=today)
     window_start = today - dt.timedelta(days=RETENTION_DAYS - 1)
+    new, pace_figures = _new_cards(learner=learner, outlook=outlook)
+    return {
+        "today": today,
+        "due_today": outlook.due_today,
+        **_recent_reviews(days, today=today, window_start=window_start),
+        "streak_days": _streak(learner=learner, today=today, days=days),
+        "by_step": _by_rung(outlook.by_step),
+        "forecast": [
+            {"date": day, "count": n, "new": new[day]} for day, n in outlook.forecast.items()
+        ],
+        **leech_stats(learner=learner),
+        "paused": outlook.paused,
+        **pace_figures,
+        "predictions_30d": _prediction_accuracy(learner=learner, window_start=window_start),
+    }
+
+
+def _by_rung(by_step: dict[int, int]) -> dict[str, int]:
+    """The scheduled states per rung of the ladder, every rung named, from 0."""
+    rungs = {str(step): 0 for step in range(len(settings.STUDY_LADDER_DAYS))}
+    for step, n in sorted(by_step.items()):
+        # A step the ladder lacks stands on its top rung (cards.ladder.rung).
+        rungs[str(ladder.rung(step, settings.STUDY_LADDER_DAYS))] += n
+    return rungs
+
+
+def _recent_reviews(days: list[DayRow], *, today: dt.date, window_start: dt.date) -> dict:
+    """``reviewed_today`` and ``retention_30d`` (passes over reviews since ``window_start``)."""
     window = [(day, n, passes) for day, n, passes, _ in days if window_start <= day <= today]
     total = sum(n for _, n, _ in window)
     passed = sum(passes for _, _, passes in window)
-    retention = passed / total if total else None
+    return {
+        "reviewed_today": sum(n for day, n, _ in window if day == today),
+        "retention_30d": round(passed / total, 4) if total else None,
+    }
+
+
+def _new_cards(*, learner, outlook: DueOutlook) -> tuple[dict[dt.date, int], dict[str, int]]:
+    """The new cards the pace would add on each forecast day, and the pace's figures:
+    ``waiting``, ``new_cards_per_day``, ``placed_today``."""
+    profile = learner_profile(learner)
+    today = outlook.today
     waiting = pace.waiting_count(learner=learner)
     placed_today = pace.placed_on_day(learner=learner, day=today)
     # While paused nothing is studied: the pace resumes the day the pause ends.
-    start = first_day - dt.timedelta(days=1) if paused else today
+    start = outlook.resumes_on - dt.timedelta(days=1) if outlook.paused else today
     new = pace.forecast_new(
         waiting=waiting,
         per_day=profile.new_cards_per_day,
         placed_today=placed_today if start == today else 0,
-        days=list(forecast),
+        days=list(outlook.forecast),
         today=start,
     )
-    stats = {
-        "today": today,
-        "due_today": due_today,
-        "reviewed_today": sum(n for day, n, _ in window if day == today),
-        "streak_days": _streak(learner=learner, today=today, days=days),
-        "retention_30d": None if retention is None else round(retention, 4),
-        "by_step": by_step,
-        "forecast": [{"date": day, "count": n, "new": new[day]} for day, n in forecast.items()],
-        **leech_stats(learner=learner),
-        "paused": paused,
+    figures = {
         "waiting": waiting,
         "new_cards_per_day": profile.new_cards_per_day,
         "placed_today": placed_today,
     }
-    stats["predictions_30d"] = _prediction_accuracy(learner=learner, window_start=window_start)
-    return stats
+    return new, figures
 
 
-def _review_days(*, learner, today: dt.date) -> list[tuple[dt.date, int, int, dt.date | None]]:
+def _review_days(*, learner, today: dt.date) -> list[DayRow]:
     """``(study_day, reviews, passes, min_due_before)`` of the days studied, oldest first."""
     start = today - dt.timedelta(days=STREAK_LOOKBACK_DAYS)
     return list(

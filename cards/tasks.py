@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .metrics import beat_job
-from .services import accounts, memory, reminders, scheduling
+from .services import accounts, due_exercises, memory, reminders, scheduling
 from .services import housekeeping as housekeeping_service
 
 logger = logging.getLogger(__name__)
@@ -61,10 +61,13 @@ def _bound_task(**options: Any) -> Callable[[Callable[Concatenate[Any, P], R]], 
 
 @_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)
 def schedule_new_cards(deck_id: int | None = None) -> int:
-    """Place unplaced active cards of enrolled learners (one deck, or all)."""
+    """Place unplaced active cards of enrolled learners (one deck, or all); after a pass
+    over all, bind the exercises each queue lacks for its current and next study day."""
     placed = 0
     with beat_job("schedule_new_cards") as rows:
         placed = rows[0] = scheduling.schedule_new_cards(at=timezone.now(), deck_id=deck_id)
+        if deck_id is None:  # and every queue's exercises, ahead of its study day
+            due_exercises.exercises_bind_ahead(at=timezone.now())
     return placed
 
 
@@ -90,7 +93,13 @@ def send_due_reminders(self: Any, retry_after_seconds: int | None = None) -> int
     return len(chunks)
 
 
-@_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=5 * 60, time_limit=6 * 60)
+@_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    # Named beside the claims' lease, which is measured against them.
+    soft_time_limit=int(reminders.CHUNK_SOFT_TIME_LIMIT.total_seconds()),
+    time_limit=int(reminders.CHUNK_TIME_LIMIT.total_seconds()),
+)
 def send_reminders_chunk(
     after: int, up_to: int | None, retry_after_seconds: int | None = None
 ) -> int:

@@ -3,8 +3,35 @@ content."""
 
 from django.contrib import admin
 
+from exercises.kinds import KINDS
 from exercises.models import Attempt, Exercise, Prediction
 from studyapp.common.admin import ReadOnlyAdmin
+
+
+class KindFilter(admin.SimpleListFilter):
+    """The registered kinds by title, in the catalogue's order; a kind stored on older rows
+    and no longer registered follows by its name."""
+
+    title = "kind"
+    parameter_name = "kind"  # the query parameter of the field's own filter, kept
+
+    def lookups(self, request, model_admin):
+        stored = (
+            model_admin.get_queryset(request)
+            .order_by()
+            .values_list(self.parameter_name, flat=True)
+            .distinct()
+        )
+        gone = sorted(set(stored) - set(KINDS))
+        return [(name, kind.title) for name, kind in KINDS.items()] + [(n, n) for n in gone]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(**{self.parameter_name: value}) if value else queryset
+
+
+class ExerciseKindFilter(KindFilter):
+    parameter_name = "exercise__kind"
 
 
 class AttemptInline(admin.TabularInline):
@@ -33,7 +60,7 @@ class ExerciseAdmin(ReadOnlyAdmin):
         "solved",
         "created_at",
     )
-    list_filter = ("kind", "solved", "created_at")
+    list_filter = (KindFilter, "solved", "created_at")
     search_fields = ("owner__username",)
     list_select_related = ("owner",)
     date_hierarchy = "created_at"
@@ -44,7 +71,7 @@ class ExerciseAdmin(ReadOnlyAdmin):
 @admin.register(Attempt)
 class AttemptAdmin(ReadOnlyAdmin):
     list_display = ("id", "exercise", "number", "correct", "score", "created_at")
-    list_filter = ("correct", "exercise__kind", "created_at")
+    list_filter = ("correct", ExerciseKindFilter, "created_at")
     search_fields = ("exercise__owner__username",)
     list_select_related = ("exercise",)
     readonly_fields = [f.name for f in Attempt._meta.fields]
@@ -53,7 +80,7 @@ class AttemptAdmin(ReadOnlyAdmin):
 @admin.register(Prediction)
 class PredictionAdmin(ReadOnlyAdmin):
     list_display = ("id", "owner", "exercise", "ask", "answer", "expected", "correct", "created_at")
-    list_filter = ("correct", "exercise__kind", "created_at")
+    list_filter = ("correct", ExerciseKindFilter, "created_at")
     search_fields = ("owner__username", "ask")
     list_select_related = ("owner", "exercise")
     date_hierarchy = "created_at"

@@ -89,27 +89,23 @@ def _part_context(
 ) -> dict[str, Any]:
     """One numeric part on the page: its grid, what was typed or submitted, its verdict."""
     name = ask["name"]
-    verdict = (result or {}).get("parts", {}).get(name) if not problems else None
-    if typed is not None:
-        values = typed.get(name)
-    elif last is not None:
-        values = last.answers.get(name)
-    else:
-        values = None
+    marked = result or {}
+    verdict = marked.get("parts", {}).get(name) if not problems else None
+    # What was typed, else what was last submitted.
+    source = typed if typed is not None else last.answers if last is not None else {}
     # Each diagnosis once, at its (first) step.
-    diagnosis = [
-        d for d in (result or {}).get("diagnosis", []) if d.get("parts", [None])[0] == name
-    ]
+    diagnosis = [d for d in marked.get("diagnosis", []) if d.get("parts", [None])[0] == name]
+    shown = verdict or {}
     return {
         "name": name,
         "label": part_words(name),
         "shape": ask["shape"],
-        "values": values,
+        "values": source.get(name),
         "verdict": verdict,
-        "follows": bool((verdict or {}).get("follows")),
-        "follows_from": (verdict or {}).get("follows_from") or "your earlier answers",
+        "follows": bool(shown.get("follows")),
+        "follows_from": shown.get("follows_from") or "your earlier answers",
         "diagnosis": diagnosis if not problems else [],
-        "wrong_cells": (verdict or {}).get("wrong_cells", []),
+        "wrong_cells": shown.get("wrong_cells", []),
         "problems": (problems or {}).get(name, []),
         "invalid_cells": (invalid or {}).get(name, []),
         "solution": solution.get(name) if solution else None,

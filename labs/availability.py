@@ -109,10 +109,15 @@ def worker_problem(*, now: float | None = None) -> tuple[str | None, bool]:
         if last.get("reason") is None:
             return None, False
         return f"{last['reason']} on the labs worker", True
-    heard = max((entry["at"] for entry in (ready, last) if entry is not None), default=None)
+    return _silence(stamp, ready, last), False
+
+
+def _silence(stamp: float, *entries: dict[str, Any] | None) -> str:
+    """How long no labs worker has reported, from the newest of their stale reports."""
+    heard = max((entry["at"] for entry in entries if entry is not None), default=None)
     if heard is None:
-        return "no labs worker has reported", False
-    return f"no labs worker has reported for {max(int(stamp - heard), 0)} s", False
+        return "no labs worker has reported"
+    return f"no labs worker has reported for {max(int(stamp - heard), 0)} s"
 
 
 def sandbox_problem(*, now: float | None = None) -> str | None:

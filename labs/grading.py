@@ -21,6 +21,7 @@ import numpy as np
 from django.conf import settings
 
 from . import availability, sandbox
+from .sandbox.limits import limits_from
 from .spec import Call, Lab, RunResult, TestOutcome, Verdict
 
 logger = logging.getLogger(__name__)
@@ -41,22 +42,9 @@ class RunnerUnavailable(Exception):
 
 
 def lab_limits() -> sandbox.Limits:
-    """The limits of one run: ``sandbox.Limits``' defaults, each overridden by its
-    setting (``STUDY_LAB_*``) where that is set."""
-    default = sandbox.Limits()
-
-    def setting(name: str, fallback: float, unit: int = 1) -> float:
-        value = getattr(settings, name)
-        return fallback if value is None else value * unit
-
-    return sandbox.Limits(
-        cpu_seconds=max(1, round(setting("STUDY_LAB_CPU_SECONDS", default.cpu_seconds))),
-        wall_seconds=setting("STUDY_LAB_WALL_SECONDS", default.wall_seconds),
-        memory_bytes=int(setting("STUDY_LAB_MEMORY_MB", default.memory_bytes, 2**20)),
-        processes=int(setting("STUDY_LAB_PROCESSES", default.processes)),
-        file_bytes=int(setting("STUDY_LAB_FILE_MB", default.file_bytes, 2**20)),
-        output_bytes=int(setting("STUDY_LAB_OUTPUT_KB", default.output_bytes, 1024)),
-    )
+    """The limits of one run, each from its setting (``STUDY_LAB_*``, whose defaults are
+    ``labs.sandbox.limits.LIMITS``')."""
+    return limits_from(lambda variable: getattr(settings, variable))
 
 
 def sandbox_unavailable() -> str | None:

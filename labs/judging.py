@@ -356,6 +356,14 @@ def judge(
     outcomes = tuple(_outcome(t, results) for t in tests)
     if all(o.passed for o in outcomes):
         return Verdict(outcomes)
+    return _with_mistake(outcomes, diagnose, results)
+
+
+def _with_mistake(
+    outcomes: tuple[TestOutcome, ...], diagnose: Diagnose | None, results: Results
+) -> Verdict:
+    # The first failed test's own diagnosis, else the lab's over all the values, which is
+    # then named beside the first failed test.
     code = next((o.mistake for o in outcomes if o.mistake), "")
     if not code and (code := _diagnosed(diagnose, results)):
         first = next(i for i, o in enumerate(outcomes) if not o.passed)

@@ -30,21 +30,20 @@ def _split(text: str) -> tuple[str, str]:
 
 def tests(submission: Submission) -> list[dict[str, Any]]:
     """Each test with its message in words, and what a failed one shows beside it."""
-    shown = []
-    for test in submission.tests or []:
-        if not isinstance(test, dict):
-            continue
-        passed = bool(test.get("passed"))
-        message = str(test.get("message") or "")
-        if passed and message.strip().lower() == "ok":
-            message = PASSED
-        entry: dict[str, Any] = {"name": str(test.get("name", "")), "passed": passed}
-        entry["message"] = _split(message)[1]
-        for key in DETAILS:
-            entry[key] = str(test.get(key) or "")
-        entry["mistake"] = str(test.get("mistake") or "") or None
-        shown.append(entry)
-    return shown
+    return [_shown(test) for test in submission.tests or [] if isinstance(test, dict)]
+
+
+def _shown(test: dict[str, Any]) -> dict[str, Any]:
+    passed = bool(test.get("passed"))
+    message = str(test.get("message") or "")
+    if passed and message.strip().lower() == "ok":
+        message = PASSED
+    entry: dict[str, Any] = {"name": str(test.get("name", "")), "passed": passed}
+    entry["message"] = _split(message)[1]
+    for key in DETAILS:
+        entry[key] = str(test.get(key) or "")
+    entry["mistake"] = str(test.get("mistake") or "") or None
+    return entry
 
 
 def mistake(submission: Submission) -> str | None:

@@ -130,19 +130,21 @@ def encode(value: Any, *, depth: int = 0) -> Any:
     if isinstance(value, np.ndarray):
         return _encode_array(value)
     if isinstance(value, tuple | list):
-        if depth >= MAX_DEPTH:
-            raise EncodingError(f"tuples nested more than {MAX_DEPTH} deep")
-        if len(value) > MAX_ITEMS:
-            raise EncodingError(
-                f"a {type(value).__name__} of {len(value)} items; at most {MAX_ITEMS}"
-            )
-        return {
-            "t": "tuple" if isinstance(value, tuple) else "list",
-            "items": [encode(item, depth=depth + 1) for item in value],
-        }
+        return _encode_items(value, depth)
     raise EncodingError(
         f"a {type(value).__name__}; expected an array, a number, a bool, None or a tuple of those"
     )
+
+
+def _encode_items(value: tuple[Any, ...] | list[Any], depth: int) -> dict[str, Any]:
+    if depth >= MAX_DEPTH:
+        raise EncodingError(f"tuples nested more than {MAX_DEPTH} deep")
+    if len(value) > MAX_ITEMS:
+        raise EncodingError(f"a {type(value).__name__} of {len(value)} items; at most {MAX_ITEMS}")
+    return {
+        "t": "tuple" if isinstance(value, tuple) else "list",
+        "items": [encode(item, depth=depth + 1) for item in value],
+    }
 
 
 def encode_returned(value: Any) -> Any:
@@ -231,12 +233,7 @@ def _decode_array(data: dict[str, Any], depth: int) -> Any:
     dtype, shape, raw = data["dtype"], data["shape"], data["data"]
     if not isinstance(dtype, str) or dtype not in DTYPES:
         raise EncodingError(f"an array of dtype {str(dtype)[:20]!r} is not allowed")
-    if (
-        not isinstance(shape, list)
-        or len(shape) > MAX_NDIM
-        or not all(type(n) is int and 0 <= n <= MAX_ELEMENTS for n in shape)
-        or math.prod(shape) > MAX_ELEMENTS
-    ):
+    if not _allowed_shape(shape):
         raise EncodingError("an array's shape is malformed or too large")
     if not isinstance(raw, str):
         raise EncodingError("an array's data is malformed")
@@ -248,6 +245,14 @@ def _decode_array(data: dict[str, Any], depth: int) -> Any:
         raise EncodingError("an array's data does not match its shape")
     array = np.frombuffer(buffer, dtype=DTYPES[dtype]).reshape(shape)
     return array.astype(np.dtype(dtype))  # native byte order, and a writable copy
+
+
+def _allowed_shape(shape: Any) -> bool:
+    # A list of at most MAX_NDIM whole numbers, holding at most MAX_ELEMENTS in all.
+    if not isinstance(shape, list) or len(shape) > MAX_NDIM:
+        return False
+    sizes_fit = all(type(n) is int and 0 <= n <= MAX_ELEMENTS for n in shape)
+    return sizes_fit and math.prod(shape) <= MAX_ELEMENTS
 
 
 def _decode_foreign(data: dict[str, Any], depth: int) -> Foreign:

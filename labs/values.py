@@ -195,16 +195,19 @@ def mismatch(expected: np.ndarray, value: Value, tol: Tolerance = TOLERANCE) -> 
     if not wrong.any():
         return None
     first = tuple(np.argwhere(wrong)[0]) if wrong.ndim else ()
-    g, e = got[first], expected[first]
-    if boolean:
-        shown, wanted = str(bool(g)), str(bool(e))
-    else:
-        digits = 6 if fmt(g) != fmt(e) else 12  # enough digits to show the difference
-        shown, wanted = fmt(g, digits), fmt(e, digits)
+    shown, wanted = _entry_pair(got[first], expected[first], boolean)
     where = f"Entry {_index(first)}" if first else "The value"
     count = int(wrong.sum())
     more = f" ({count} of {wrong.size} entries wrong)" if count > 1 else ""
     return f"{where} is {shown}; expected {wanted}{more}."
+
+
+def _entry_pair(got: Any, expected: Any, boolean: bool) -> tuple[str, str]:
+    # A wrong entry and the one expected, with enough digits to show them apart.
+    if boolean:
+        return str(bool(got)), str(bool(expected))
+    digits = 6 if fmt(got) != fmt(expected) else 12
+    return fmt(got, digits), fmt(expected, digits)
 
 
 def matches(expected: np.ndarray | None, value: Value, tol: Tolerance = TOLERANCE) -> bool:
@@ -255,21 +258,8 @@ def non_finite(value: Value) -> str | None:
 def show(value: Value) -> str:
     """A value as a failed test shows it: a small array whole, a large one by its shape,
     dtype and first entries; anything else in a few words."""
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biuf":
-            return describe(value)
-        if value.size <= SHOWN_ENTRIES:
-            with np.printoptions(precision=4, suppress=True, threshold=SHOWN_ENTRIES + 1):
-                text = np.array2string(value, separator=", ")
-            return text if value.dtype in (np.float64, np.bool_) else f"{text} ({value.dtype})"
-        flat = value.reshape(-1)[:FIRST_ENTRIES]
-        firsts = ", ".join(
-            str(bool(v)) if value.dtype == np.bool_ else fmt(v, 4) for v in flat.tolist()
-        )
-        return (
-            f"an ndarray of shape {tuple(value.shape)} ({value.dtype}); "
-            f"its first entries: {firsts}, …"
-        )
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return _show_array(value)
     if isinstance(value, list | tuple) and len(value) <= 8:
         inner = ", ".join(show(v) if not isinstance(v, list | tuple) else "…" for v in value)
         brackets = "[]" if isinstance(value, list) else "()"
@@ -278,6 +268,21 @@ def show(value: Value) -> str:
     if isinstance(value, bool | np.bool_ | int | float | np.integer | np.floating):
         return fmt(value)
     return describe(value)
+
+
+def _show_array(value: np.ndarray) -> str:
+    # An array of numbers or bools: whole when small, else its shape, dtype and first entries.
+    if value.size <= SHOWN_ENTRIES:
+        with np.printoptions(precision=4, suppress=True, threshold=SHOWN_ENTRIES + 1):
+            text = np.array2string(value, separator=", ")
+        return text if value.dtype in (np.float64, np.bool_) else f"{text} ({value.dtype})"
+    flat = value.reshape(-1)[:FIRST_ENTRIES]
+    firsts = ", ".join(
+        str(bool(v)) if value.dtype == np.bool_ else fmt(v, 4) for v in flat.tolist()
+    )
+    return (
+        f"an ndarray of shape {tuple(value.shape)} ({value.dtype}); its first entries: {firsts}, …"
+    )
 
 
 # The learner's parameter names, so an input reads "Q = ..., K = ...".

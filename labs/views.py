@@ -108,22 +108,8 @@ def result_context(submission: Submission | None) -> dict[str, Any] | None:
     if submission is None:
         return None
     tests = results.tests(submission)
-    failing = sum(1 for t in tests if not t["passed"])
+    state, headline = _headline(submission, tests)
     status = submission.status
-    if status == Submission.Status.QUEUED:
-        state, headline = "pending", "Queued: waiting for the sandbox to run your code."
-    elif status == Submission.Status.RUNNING:
-        state, headline = "pending", "Running your code against the tests."
-    elif status == Submission.Status.FAILED:
-        state, headline = "error", "Your code could not be run, so it was not judged."
-    elif submission.passed:
-        count = len(tests)
-        state, headline = "passed", f"Passed: all {count} test{'s' if count != 1 else ''}."
-    else:
-        state = "failed"
-        headline = (
-            f"Failed: {failing} of {len(tests)} test{'s' if len(tests) != 1 else ''} did not pass."
-        )
     output = submission.output or ""
     review = (
         reviews.review_of(submission_id=submission.pk) if status == Submission.Status.DONE else None
@@ -141,6 +127,25 @@ def result_context(submission: Submission | None) -> dict[str, Any] | None:
         "output_cut": len(output) > OUTPUT_SHOWN,
         "duration_s": None if submission.duration_ms is None else submission.duration_ms / 1000,
     }
+
+
+_STATUS_HEADLINES: dict[str, tuple[str, str]] = {
+    Submission.Status.QUEUED: ("pending", "Queued: waiting for the sandbox to run your code."),
+    Submission.Status.RUNNING: ("pending", "Running your code against the tests."),
+    Submission.Status.FAILED: ("error", "Your code could not be run, so it was not judged."),
+}
+
+
+def _headline(submission: Submission, tests: list[dict[str, Any]]) -> tuple[str, str]:
+    """The result's state ("pending", "error", "passed" or "failed") and its headline."""
+    if submission.status in _STATUS_HEADLINES:
+        return _STATUS_HEADLINES[submission.status]
+    count = len(tests)
+    plural = "s" if count != 1 else ""
+    if submission.passed:
+        return "passed", f"Passed: all {count} test{plural}."
+    failing = sum(1 for t in tests if not t["passed"])
+    return "failed", f"Failed: {failing} of {count} test{plural} did not pass."
 
 
 def _tzname(request: HttpRequest) -> str:

@@ -1,57 +1,37 @@
-# One module on purpose: Django reads its settings from one module, and every variable the
-# service reads from the environment is found here, in one place, top to bottom.
 """Settings for the study service, read from the environment in one module.
 
-With no environment at all the service runs on embedded defaults: SQLite and a
-filesystem Celery broker under ``var/``. Production sets ``DJANGO_DEBUG=0``,
-``DJANGO_SECRET_KEY``, ``DJANGO_ALLOWED_HOSTS``, ``DATABASE_URL`` and ``REDIS_URL``.
+Every variable, with its kind, default and meaning, is in ``studyapp.configuration``
+(docs/configuration.md); ``env`` holds their values, read once, and a bad one has
+stopped the start before any setting is made. With no environment at all the service
+runs on embedded defaults: SQLite and a filesystem Celery broker under ``var/``.
+Production sets ``DJANGO_DEBUG=0``, ``DJANGO_SECRET_KEY``, ``DJANGO_ALLOWED_HOSTS``,
+``DATABASE_URL`` and ``REDIS_URL``.
 """
 
-import os
 from pathlib import Path
 
 import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from cards.ladder import describe, parse_ladder
+from cards.ladder import describe
+from studyapp.configuration import THROTTLES, read_all, throttle_variable
+
+env = read_all()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("STUDY_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR = Path(env["STUDY_VAR_DIR"] or BASE_DIR / "var")
 
-
-def env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_number(name: str) -> float | None:
-    """A positive number from the environment, or None when unset or empty."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return None
-    value = float(raw)
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive number, not {raw!r}")
-    return value
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
-
-DEBUG = env_bool("DJANGO_DEBUG", True)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+DEBUG = env["DJANGO_DEBUG"]
+SECRET_KEY = env["DJANGO_SECRET_KEY"]
 if not SECRET_KEY:
     if not DEBUG:
-        raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
 
-ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
-CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
-SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+ALLOWED_HOSTS = env["DJANGO_ALLOWED_HOSTS"]
+CSRF_TRUSTED_ORIGINS = env["DJANGO_CSRF_TRUSTED_ORIGINS"]
+SITE_URL = env["SITE_URL"].rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -118,9 +98,9 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")),
+    "default": dj_database_url.parse(
+        env["DATABASE_URL"] or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        conn_max_age=env["DB_CONN_MAX_AGE"],
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -140,16 +120,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # (the Celery worker's tasks, management commands, scripts); the processes that serve
 # requests switch to STUDY_DB_STATEMENT_TIMEOUT_MS where they load the WSGI
 # application (studyapp.wsgi: gunicorn and runserver).
-STUDY_DB_CONNECT_TIMEOUT = int(os.environ.get("STUDY_DB_CONNECT_TIMEOUT", "3"))
+STUDY_DB_CONNECT_TIMEOUT = env["STUDY_DB_CONNECT_TIMEOUT"]
 # After a connection to PostgreSQL fails (refused, timed out, cut), this process answers
 # 503 without asking the database, and probes it every this many seconds until it answers
 # (studyapp.common.db_breaker, docs/database-faults.md); 0: every request asks.
-STUDY_DB_BREAKER_SECONDS = float(os.environ.get("STUDY_DB_BREAKER_SECONDS", "5"))
-STUDY_DB_STATEMENT_TIMEOUT_MS = int(os.environ.get("STUDY_DB_STATEMENT_TIMEOUT_MS", "5000"))
-STUDY_DB_LOCK_TIMEOUT_MS = int(os.environ.get("STUDY_DB_LOCK_TIMEOUT_MS", "3000"))
-STUDY_DB_JOB_STATEMENT_TIMEOUT_MS = int(
-    os.environ.get("STUDY_DB_JOB_STATEMENT_TIMEOUT_MS", str(10 * 60 * 1000))
-)
+STUDY_DB_BREAKER_SECONDS = env["STUDY_DB_BREAKER_SECONDS"]
+STUDY_DB_STATEMENT_TIMEOUT_MS = env["STUDY_DB_STATEMENT_TIMEOUT_MS"]
+STUDY_DB_LOCK_TIMEOUT_MS = env["STUDY_DB_LOCK_TIMEOUT_MS"]
+STUDY_DB_JOB_STATEMENT_TIMEOUT_MS = env["STUDY_DB_JOB_STATEMENT_TIMEOUT_MS"]
 
 
 def pg_session_options(*, statement_timeout_ms: int, base: str = "") -> str:
@@ -169,10 +147,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # planning it on every request (most of a request's time in the database; see
     # docs/benchmarks.md, "Request path"). Off (0) behind a pooler in transaction mode,
     # which cannot keep a connection's prepared statements (docs/operations.md).
-    _pg_options["server_side_binding"] = env_bool("STUDY_DB_SERVER_SIDE_BINDING", True)
+    _pg_options["server_side_binding"] = env["STUDY_DB_SERVER_SIDE_BINDING"]
     if _pg_options["server_side_binding"]:
         # Django turns psycopg's preparing off unless told how often a statement must run.
-        _pg_options["prepare_threshold"] = int(os.environ.get("STUDY_DB_PREPARE_THRESHOLD", "5"))
+        _pg_options["prepare_threshold"] = env["STUDY_DB_PREPARE_THRESHOLD"]
     _pg_options["options"] = pg_session_options(
         statement_timeout_ms=STUDY_DB_JOB_STATEMENT_TIMEOUT_MS, base=_pg_base_options
     )
@@ -203,7 +181,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 # Where collectstatic writes and WhiteNoise serves from (docs/operations.md, "Behind a proxy").
-STATIC_ROOT = Path(os.environ.get("STUDY_STATIC_ROOT") or BASE_DIR / "staticfiles")
+STATIC_ROOT = Path(env["STUDY_STATIC_ROOT"] or BASE_DIR / "staticfiles")
 STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").is_dir() else []
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -221,57 +199,46 @@ LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
 # --- Study rules -------------------------------------------------------------
-# The ladder's days, "1,3,7,14,30" by default (cards.ladder.DEFAULT_LADDER); a setting that
-# is not a ladder stops the start with what is wrong (CONTRIBUTING.md, "Change the ladder").
-try:
-    STUDY_LADDER_DAYS = parse_ladder(os.environ.get("STUDY_LADDER_DAYS") or describe(sep=","))
-except ValueError as _ladder_error:
-    raise ImproperlyConfigured(
-        f"STUDY_LADDER_DAYS={os.environ.get('STUDY_LADDER_DAYS')!r} is not a ladder: "
-        f"{_ladder_error}"
-    ) from None
+# The ladder's days, cards.ladder.DEFAULT_LADDER by default; a setting that is not a
+# ladder stops the start with what is wrong (CONTRIBUTING.md, "Change the ladder").
+STUDY_LADDER_DAYS = env["STUDY_LADDER_DAYS"]
 STUDY_DEFAULT_DAY_STARTS_AT = 4
 STUDY_IDEMPOTENCY_TTL_HOURS = 24
 STUDY_EXERCISE_TTL_DAYS = 7
 # A card failed this many times (net of undos) is a leech for that learner.
-STUDY_LEECH_LAPSES = int(os.environ.get("STUDY_LEECH_LAPSES", "8"))
+STUDY_LEECH_LAPSES = env["STUDY_LEECH_LAPSES"]
 # The recall the memory figures hold each ladder rung against (stats/memory/, docs/memory.md).
-STUDY_TARGET_RETENTION = float(os.environ.get("STUDY_TARGET_RETENTION", "0.9"))
-if not 0.5 <= STUDY_TARGET_RETENTION <= 0.99:
-    raise ImproperlyConfigured(
-        f"STUDY_TARGET_RETENTION={STUDY_TARGET_RETENTION!r}: give a recall from 0.5 to 0.99"
-    )
+STUDY_TARGET_RETENTION = env["STUDY_TARGET_RETENTION"]
 
 # --- Labs (docs/labs.md) -----------------------------------------------------------
-# The limits of one run of a learner's code in the sandbox (labs.grading.lab_limits);
-# code that breaks one is judged not passed, with a message naming the limit. Unset
-# (None), each keeps labs.sandbox.Limits' default: 5 s of CPU, 10 s of wall time,
-# 512 MB, 32 processes, 8 MB files, 64 KB of output.
-STUDY_LAB_CPU_SECONDS = env_number("STUDY_LAB_CPU_SECONDS")
-STUDY_LAB_WALL_SECONDS = env_number("STUDY_LAB_WALL_SECONDS")
-STUDY_LAB_MEMORY_MB = env_number("STUDY_LAB_MEMORY_MB")
-STUDY_LAB_PROCESSES = env_number("STUDY_LAB_PROCESSES")
-STUDY_LAB_FILE_MB = env_number("STUDY_LAB_FILE_MB")
-STUDY_LAB_OUTPUT_KB = env_number("STUDY_LAB_OUTPUT_KB")
+# The limits of one run of a learner's code in the sandbox, in their variables' units
+# (labs.sandbox.limits.LIMITS, read by labs.grading.lab_limits); code that breaks one is
+# judged not passed, with a message naming the limit.
+STUDY_LAB_CPU_SECONDS = env["STUDY_LAB_CPU_SECONDS"]
+STUDY_LAB_WALL_SECONDS = env["STUDY_LAB_WALL_SECONDS"]
+STUDY_LAB_MEMORY_MB = env["STUDY_LAB_MEMORY_MB"]
+STUDY_LAB_PROCESSES = env["STUDY_LAB_PROCESSES"]
+STUDY_LAB_FILE_MB = env["STUDY_LAB_FILE_MB"]
+STUDY_LAB_OUTPUT_KB = env["STUDY_LAB_OUTPUT_KB"]
 # What a submission keeps of the printed output (characters); the rest is cut with a note.
-STUDY_LAB_OUTPUT_CHARS = int(os.environ.get("STUDY_LAB_OUTPUT_CHARS", "20000"))
+STUDY_LAB_OUTPUT_CHARS = env["STUDY_LAB_OUTPUT_CHARS"]
 # A grading not stored this many seconds past its run's wall limit is taken over once by
 # another worker (its own was killed); a second time it fails as the service's fault.
-STUDY_LAB_LEASE_MARGIN_SECONDS = float(os.environ.get("STUDY_LAB_LEASE_MARGIN_SECONDS", "30"))
+STUDY_LAB_LEASE_MARGIN_SECONDS = env["STUDY_LAB_LEASE_MARGIN_SECONDS"]
 # A labs worker reports whether it can start a sandbox every this many seconds, from a
 # thread of its own (beat not needed); a report older than 4 of them no longer counts,
 # and web processes that cannot start a sandbox then refuse submissions (labs.availability).
-STUDY_LAB_HEARTBEAT_SECONDS = float(os.environ.get("STUDY_LAB_HEARTBEAT_SECONDS", "15"))
+STUDY_LAB_HEARTBEAT_SECONDS = env["STUDY_LAB_HEARTBEAT_SECONDS"]
 
 # --- Operations --------------------------------------------------------------
 # Bearer token for /metrics (staff may read it with their session); unset: staff only.
-STUDY_METRICS_TOKEN = os.environ.get("STUDY_METRICS_TOKEN", "")
+STUDY_METRICS_TOKEN = env["STUDY_METRICS_TOKEN"]
 # Learners per reminder chunk task. Sent reminders are stamped in one UPDATE per group
 # of at most STAMP_EVERY messages sent within STAMP_WITHIN_MS milliseconds; a worker
 # killed outright may resend the one group it had not stamped (docs/operations.md).
-STUDY_REMINDER_CHUNK = int(os.environ.get("STUDY_REMINDER_CHUNK", "500"))
-STUDY_REMINDER_STAMP_EVERY = int(os.environ.get("STUDY_REMINDER_STAMP_EVERY", "25"))
-STUDY_REMINDER_STAMP_WITHIN_MS = int(os.environ.get("STUDY_REMINDER_STAMP_WITHIN_MS", "50"))
+STUDY_REMINDER_CHUNK = env["STUDY_REMINDER_CHUNK"]
+STUDY_REMINDER_STAMP_EVERY = env["STUDY_REMINDER_STAMP_EVERY"]
+STUDY_REMINDER_STAMP_WITHIN_MS = env["STUDY_REMINDER_STAMP_WITHIN_MS"]
 
 # --- REST API ----------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -295,7 +262,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Study service API",
     "DESCRIPTION": (
         "Spaced-repetition review of decks about attention and transformers, "
-        "on a fixed 1, 3, 7, 14, 30-day ladder, plus generated numeric exercises "
+        f"on a fixed {describe(STUDY_LADDER_DAYS)}-day ladder, plus generated numeric exercises "
         "checked by an embedded NumPy attention engine."
     ),
     "VERSION": "1.0.0",
@@ -312,10 +279,10 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Celery ------------------------------------------------------------------
-REDIS_URL = os.environ.get("REDIS_URL", "")
+REDIS_URL = env["REDIS_URL"]
 # Seconds a Redis connect or read may take before it fails (broker and cache).
-REDIS_SOCKET_TIMEOUT = float(os.environ.get("STUDY_REDIS_TIMEOUT", "0.5"))
-CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+REDIS_SOCKET_TIMEOUT = env["STUDY_REDIS_TIMEOUT"]
+CELERY_TASK_ALWAYS_EAGER = env["CELERY_TASK_ALWAYS_EAGER"]
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     # Longer than the longest countdown/ETA we use and than any task's hard time
@@ -343,7 +310,7 @@ else:
         "store_processed": False,
     }
 # /readyz reports the embedded broker's disk as full below this many MB free.
-STUDY_BROKER_MIN_FREE_MB = float(os.environ.get("STUDY_BROKER_MIN_FREE_MB", "64"))
+STUDY_BROKER_MIN_FREE_MB = env["STUDY_BROKER_MIN_FREE_MB"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -407,7 +374,7 @@ if REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": os.environ.get("STUDY_CACHE_URL", REDIS_URL),
+            "LOCATION": env["STUDY_CACHE_URL"] or REDIS_URL,
             "KEY_PREFIX": "study",
             "OPTIONS": {
                 "socket_timeout": REDIS_SOCKET_TIMEOUT,
@@ -415,7 +382,7 @@ if REDIS_URL:
                 # After a failure Redis is skipped for this many seconds (the limits fail
                 # open at once) instead of every request waiting the timeout.
                 "pool_class": "studyapp.common.cache.CircuitBreakerPool",
-                "circuit_cooldown": float(os.environ.get("STUDY_CACHE_SKIP_SECONDS", "5")),
+                "circuit_cooldown": env["STUDY_CACHE_SKIP_SECONDS"],
             },
         }
     }
@@ -423,46 +390,17 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- Rate limits and lockout (docs/security.md) ----------------------------------
-# STUDY_THROTTLE_<SCOPE> = "<n>/<second|minute|hour|day>" or "off".
-STUDY_THROTTLE_DEFAULTS = {
-    "register": "20/hour",  # per client address
-    "login": "30/minute",  # per client address; web log-in and auth/token/ together
-    "password_reset": "10/hour",  # per client address
-    "exercise_create": "120/minute",  # per learner
-    "exercise_submit": "120/minute",  # per learner
-    "playground": "60/minute",  # per learner
-    # per learner, in cost units, not requests (exercises.playground.playground_cost: about
-    # a microsecond of CPU each; the largest request costs about 560,000)
-    "playground_cost": "2000000/minute",
-    "lab_submit": "10/minute",  # per learner: each submission runs code in the sandbox
-    "user": "1200/minute",  # per learner, every other authenticated request
-}
-
-
-def _throttle_rate(scope: str) -> str | None:
-    # Unset or empty: the default (an empty value from compose must not mean "off").
-    raw = os.environ.get(f"STUDY_THROTTLE_{scope.upper()}", "").strip().lower()
-    raw = raw or STUDY_THROTTLE_DEFAULTS[scope]
-    if raw == "off":
-        return None
-    count, _, period = raw.partition("/")
-    if not count.isdigit() or period[:1] not in {"s", "m", "h", "d"}:
-        raise RuntimeError(
-            f"STUDY_THROTTLE_{scope.upper()}: expected '<n>/<second|minute|hour|day>' "
-            f"or 'off', got {raw!r}"
-        )
-    return raw
-
-
-STUDY_THROTTLE_RATES = {scope: _throttle_rate(scope) for scope in STUDY_THROTTLE_DEFAULTS}
+# Per scope, "<n>/<second|minute|hour|day>" or None (off): STUDY_THROTTLE_<SCOPE>, whose
+# defaults and what each counts are studyapp.configuration.THROTTLES.
+STUDY_THROTTLE_RATES = {scope: env[throttle_variable(scope)] for scope in THROTTLES}
 # Client addresses come from REMOTE_ADDR unless a proxy in front is trusted to set
 # X-Forwarded-For (then the number of proxies, as DRF's NUM_PROXIES).
-STUDY_TRUSTED_PROXIES = int(os.environ.get("STUDY_TRUSTED_PROXIES", "0"))
+STUDY_TRUSTED_PROXIES = env["STUDY_TRUSTED_PROXIES"]
 
 # django-axes: failed log-ins counted per username, web and API together.
 AXES_LOCKOUT_PARAMETERS = ["username"]
-AXES_FAILURE_LIMIT = int(os.environ.get("STUDY_LOCKOUT_FAILURES", "5"))
-AXES_COOLOFF_TIME = float(os.environ.get("STUDY_LOCKOUT_MINUTES", "15")) / 60  # hours
+AXES_FAILURE_LIMIT = env["STUDY_LOCKOUT_FAILURES"]
+AXES_COOLOFF_TIME = env["STUDY_LOCKOUT_MINUTES"] / 60  # hours
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "studyapp.throttling.lockout_response"
 AXES_HTTP_RESPONSE_CODE = 429
@@ -473,17 +411,17 @@ SILENCED_SYSTEM_CHECKS = ["axes.W006"]
 
 # Playground requests computed at once per process; more wait up to this long.
 # A maximum request peaks at about 125 MB of Python objects (a 6 MB body in, 13 MB out).
-STUDY_PLAYGROUND_CONCURRENCY = int(os.environ.get("STUDY_PLAYGROUND_CONCURRENCY", "1"))
-STUDY_PLAYGROUND_WAIT_SECONDS = float(os.environ.get("STUDY_PLAYGROUND_WAIT_SECONDS", "5"))
+STUDY_PLAYGROUND_CONCURRENCY = env["STUDY_PLAYGROUND_CONCURRENCY"]
+STUDY_PLAYGROUND_WAIT_SECONDS = env["STUDY_PLAYGROUND_WAIT_SECONDS"]
 # Playground computations at once in the whole service (counted in the cache, so across
 # every worker and container with Redis); one more is a 503 with Retry-After at once. Keep
 # it below the web workers, so that one is always free for everyone else.
-STUDY_PLAYGROUND_SLOTS = int(os.environ.get("STUDY_PLAYGROUND_SLOTS", "1"))
+STUDY_PLAYGROUND_SLOTS = env["STUDY_PLAYGROUND_SLOTS"]
 # Password hashings (240-250 ms of CPU each) run at once per web process; more wait for
 # one in turn, up to STUDY_HASH_WAITING of them, and the next is a 503 with Retry-After
 # (studyapp.hashing; nginx paces the log-in paths in front: docs/security.md).
-STUDY_HASH_CONCURRENCY = int(os.environ.get("STUDY_HASH_CONCURRENCY", "1"))
-STUDY_HASH_WAITING = int(os.environ.get("STUDY_HASH_WAITING", "2"))
+STUDY_HASH_CONCURRENCY = env["STUDY_HASH_CONCURRENCY"]
+STUDY_HASH_WAITING = env["STUDY_HASH_WAITING"]
 # Django's list with its PBKDF2 hasher (the one that writes new hashes) replaced by the
 # same algorithm behind that bound: stored hashes are read as before.
 PASSWORD_HASHERS = [
@@ -498,22 +436,22 @@ PASSWORD_HASHERS = [
 # The largest request body accepted. The largest playground request the contract
 # allows, X and W_Q, W_K, W_V of 256 x 256 at float64's full precision plus a
 # 256 x 256 mask, is about 6.2 MB as Python's json writes it (Q, K, V alone: 4.3 MB).
-DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("STUDY_MAX_BODY_BYTES", str(8 * 1024 * 1024)))
+DATA_UPLOAD_MAX_MEMORY_SIZE = env["STUDY_MAX_BODY_BYTES"]
 STUDY_JSON_MAX_DEPTH = 32
 # Values, keys and separators a JSON body may hold (studyapp.common.jsonscan.json_shape):
 # what its parser's time grows with. No body but the playground's needs more than a few
 # hundred; the playground's largest, five 256 x 256 matrices, holds 329,000.
-STUDY_JSON_MAX_ELEMENTS = int(os.environ.get("STUDY_JSON_MAX_ELEMENTS", "20000"))
+STUDY_JSON_MAX_ELEMENTS = env["STUDY_JSON_MAX_ELEMENTS"]
 STUDY_PLAYGROUND_MAX_ELEMENTS = 6 * 256 * 256
 # The log-in, sign-up and password paths take a few fields: a larger body is a 413, in
 # nginx (its location's client_max_body_size) and here (docs/security.md, "Cost bounds").
-STUDY_AUTH_MAX_BODY_BYTES = int(os.environ.get("STUDY_AUTH_MAX_BODY_BYTES", "4096"))
+STUDY_AUTH_MAX_BODY_BYTES = env["STUDY_AUTH_MAX_BODY_BYTES"]
 # An error answer larger than this is cut down to its first fields and messages.
 STUDY_MAX_ERROR_BYTES = 64 * 1024
 
 # --- Health ------------------------------------------------------------------------
 # /readyz reports beat as stale when no periodic task ran for this long.
-STUDY_BEAT_MAX_SILENCE_MINUTES = int(os.environ.get("STUDY_BEAT_MAX_SILENCE_MINUTES", "30"))
+STUDY_BEAT_MAX_SILENCE_MINUTES = env["STUDY_BEAT_MAX_SILENCE_MINUTES"]
 
 # --- Content-Security-Policy (django-csp) -------------------------------------------
 # No inline script anywhere; inline style attributes remain (charts, heat maps).
@@ -534,20 +472,18 @@ CONTENT_SECURITY_POLICY = {
 }
 
 # --- Email -------------------------------------------------------------------
-EMAIL_BACKEND = os.environ.get(
-    "DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
-)
-DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "study@localhost")
-EMAIL_FILE_PATH = os.environ.get("DJANGO_EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
-EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")  # the SMTP server, README's table
-EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
-EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
-EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
-EMAIL_USE_TLS, EMAIL_USE_SSL = env_bool("EMAIL_USE_TLS", False), env_bool("EMAIL_USE_SSL", False)
+EMAIL_BACKEND = env["DJANGO_EMAIL_BACKEND"]
+DEFAULT_FROM_EMAIL = env["DEFAULT_FROM_EMAIL"]
+EMAIL_FILE_PATH = env["DJANGO_EMAIL_FILE_PATH"] or str(VAR_DIR / "mail")
+EMAIL_HOST = env["EMAIL_HOST"]
+EMAIL_PORT = env["EMAIL_PORT"]
+EMAIL_HOST_USER = env["EMAIL_HOST_USER"]
+EMAIL_HOST_PASSWORD = env["EMAIL_HOST_PASSWORD"]
+EMAIL_USE_TLS, EMAIL_USE_SSL = env["EMAIL_USE_TLS"], env["EMAIL_USE_SSL"]
 if EMAIL_USE_TLS and EMAIL_USE_SSL:
-    raise RuntimeError("EMAIL_USE_TLS and EMAIL_USE_SSL: set one of them, not both")
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL: set one of them, not both")
 # A hung SMTP send must end well before a reminder claim can be taken over.
-EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT") or os.environ.get("DJANGO_EMAIL_TIMEOUT", "30"))
+EMAIL_TIMEOUT = env["EMAIL_TIMEOUT"]
 
 # --- Logging -----------------------------------------------------------------
 LOGGING = {
@@ -555,16 +491,16 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env["LOG_LEVEL"]},
 }
 
 # --- Production hardening ------------------------------------------------------
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+    SECURE_SSL_REDIRECT = env["DJANGO_SECURE_SSL_REDIRECT"]
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", str(60 * 60 * 24 * 365)))
+    SECURE_HSTS_SECONDS = env["DJANGO_HSTS_SECONDS"]
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_CONTENT_TYPE_NOSNIFF = True

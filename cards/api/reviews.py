@@ -19,7 +19,7 @@ from studyapp.common.ids import parse_id
 from studyapp.common.pagination import DuePagination
 
 from .. import anki, due, selectors, services, stats
-from ..models import Card, ReviewLog
+from ..models import ReviewLog
 from ..renderers import due_items, review_item
 from ..serializers import (
     DueQueueSerializer,
@@ -28,6 +28,7 @@ from ..serializers import (
     ReviewSerializer,
     StatsSerializer,
 )
+from ..services import due_exercises
 from ..services import reviews as review_services
 from ..services.memory import page_retrievability
 from .common import DETAIL, NOT_SCHEDULED, NOT_SCHEDULED_DETAIL, int_param
@@ -48,6 +49,9 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 
 
 class DueView(APIView):
+    """The due queue. A read: its exercise cards' exercises are bound by the writes and
+    the beat that fill the queue (``cards.services.due_exercises``), never here."""
+
     @extend_schema(
         tags=["reviews"],
         parameters=[
@@ -73,9 +77,7 @@ class DueView(APIView):
         recall = page_retrievability(
             learner=request.user, card_ids=[row["card_id"] for row in rows], today=today
         )
-        results = due_items(
-            rows, exercises=_bound_exercises(request, rows, today), retrievability=recall
-        )
+        results = due_items(rows, exercises=_bound_exercises(rows), retrievability=recall)
         return Response(
             {
                 "today": today,
@@ -87,23 +89,18 @@ class DueView(APIView):
         )
 
 
-def _bound_exercises(request, rows, today) -> dict:
-    """Today's exercise of each exercise card on the page, bound by the service, serialized."""
-    items = [
-        services.DueExercise(
-            card_id=row["card_id"],
-            spec=row["card__exercise"],
-            binding_id=row["binding_id"],
-            bound_exercise_id=row["bound_exercise_id"],
-            flagged=bool(row["card__generation_error"]),
-        )
-        for row in rows
-        if row["card__kind"] == Card.Kind.EXERCISE
-    ]
-    if not items:
+def _bound_exercises(rows) -> dict:
+    """The exercise bound today to each exercise card's review on the page, serialized;
+    a card without one (its exercise not bound yet, or not generated) carries none."""
+    ids = {row["card_id"]: row["bound_exercise_id"] for row in rows if row["bound_exercise_id"]}
+    if not ids:
         return {}
-    bound = services.due_exercises_bind(learner=request.user, items=items, today=today)
-    return {card_id: ExerciseSerializer(ex).data for card_id, ex in bound.items()}
+    exercises = due_exercises.bound_exercises(exercise_ids=ids.values())
+    return {
+        card_id: ExerciseSerializer(exercises[pk]).data
+        for card_id, pk in ids.items()
+        if pk in exercises
+    }
 
 
 class ReviewViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):

@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from exercises.models import Exercise
 
 from ..models import ExerciseBinding
+from .dialect import PerDialect
 from .inserts import raw_insert
 
 # ``ExerciseBinding.SPENT`` on the existing row: a binding whose exercise was answered
@@ -36,6 +37,7 @@ _BINDING_CONFLICT = """
     RETURNING card_id, exercise_id
 """
 _BINDING_COLUMNS = "exercise_id, learner_id, card_id, study_day, review_id, created_at"
+_BINDING_TABLE = ExerciseBinding._meta.db_table
 
 
 def bind_exercises(
@@ -48,36 +50,48 @@ def bind_exercises(
     missing from it was bound first by a concurrent request. On SQLite the variants of
     ``built`` get their ``pk``; on PostgreSQL only the bound ones are known, by the answer.
     """
-    exercises = [exercise for _, exercise in built]
     binding = ExerciseBinding(learner=learner, card_id=0, study_day=today)
     created_at = binding._meta.get_field("created_at").pre_save(binding, True)
     ops = connection.ops
     head = [learner.pk, ops.adapt_datefield_value(today), ops.adapt_datetimefield_value(created_at)]
-    table = ExerciseBinding._meta.db_table
-    if connection.vendor == "postgresql":
-        variants = raw_insert(Exercise, exercises)
-        # Variants are matched to their cards by seed, unique within the batch.
-        pairs = ", ".join(["(%s::bigint, %s::bigint)"] * len(built))
-        sql = f"""
-            WITH ex AS (
-                INSERT INTO {variants.table} ({variants.columns}) VALUES {variants.rows}
-                RETURNING id, seed
-            ), v(card_id, seed) AS (VALUES {pairs})
-            INSERT INTO {table} ({_BINDING_COLUMNS})
-            SELECT ex.id, %s, v.card_id, %s, NULL, %s FROM ex JOIN v ON v.seed = ex.seed
-            {_BINDING_CONFLICT}
-        """
-        params = [*variants.params, *[x for card_id, e in built for x in (card_id, e.seed)], *head]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return dict(cursor.fetchall())
+    return _BIND.here()(built=built, head=head)
+
+
+def _bind_in_one_statement(*, built: list[tuple[int, Exercise]], head: list[Any]) -> dict[int, int]:
+    """PostgreSQL: the variants' ``INSERT`` in a CTE feeding the bindings'. ``head`` is the
+    bindings' learner, study day and creation time, as the database takes them."""
+    variants = raw_insert(Exercise, [exercise for _, exercise in built])
+    # Variants are matched to their cards by seed, unique within the batch.
+    pairs = ", ".join(["(%s::bigint, %s::bigint)"] * len(built))
+    sql = f"""
+        WITH ex AS (
+            INSERT INTO {variants.table} ({variants.columns}) VALUES {variants.rows}
+            RETURNING id, seed
+        ), v(card_id, seed) AS (VALUES {pairs})
+        INSERT INTO {_BINDING_TABLE} ({_BINDING_COLUMNS})
+        SELECT ex.id, %s, v.card_id, %s, NULL, %s FROM ex JOIN v ON v.seed = ex.seed
+        {_BINDING_CONFLICT}
+    """
+    params = [*variants.params, *[x for card_id, e in built for x in (card_id, e.seed)], *head]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return dict(cursor.fetchall())
+
+
+def _bind_in_transaction(*, built: list[tuple[int, Exercise]], head: list[Any]) -> dict[int, int]:
+    """SQLite: ``bulk_create`` of the variants (which sets their ``pk``), then one ``INSERT``
+    of the bindings, in one transaction."""
     with transaction.atomic():
-        Exercise.objects.bulk_create(exercises)
+        Exercise.objects.bulk_create([exercise for _, exercise in built])
         rows = ", ".join(["(%s, %s, %s, %s, NULL, %s)"] * len(built))
         params = [x for card_id, e in built for x in (e.pk, head[0], card_id, head[1], head[2])]
         with connection.cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO {table} ({_BINDING_COLUMNS}) VALUES {rows} {_BINDING_CONFLICT}",
+                f"INSERT INTO {_BINDING_TABLE} ({_BINDING_COLUMNS}) VALUES {rows} "
+                f"{_BINDING_CONFLICT}",
                 params,
             )
             return dict(cursor.fetchall())
+
+
+_BIND = PerDialect(postgresql=_bind_in_one_statement, sqlite=_bind_in_transaction)

@@ -26,9 +26,16 @@ from ..synthetic import (
     synthetic_decks,
     synthetic_users,
 )
+from .dialect import PerDialect
 from .inserts import raw_insert
 
 CHUNK = 10_000
+
+# PostgreSQL defers Django's foreign keys to the COMMIT; SQLite checks them per statement
+# already, so it needs no statement.
+_CHECK_PER_STATEMENT = PerDialect(postgresql=["SET CONSTRAINTS ALL IMMEDIATE"], sqlite=[])
+# Fresh planner statistics for one table; SQLite keeps none unless asked, and none are.
+_ANALYZE = PerDialect(postgresql="ANALYZE {table}", sqlite=None)
 
 
 def check_constraints_per_statement() -> None:
@@ -37,9 +44,9 @@ def check_constraints_per_statement() -> None:
     PostgreSQL defers Django's foreign keys to the COMMIT; checked per statement, each
     phase of a load pays for its own checks. SQLite checks them per statement already.
     """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    with connection.cursor() as cursor:
+        for statement in _CHECK_PER_STATEMENT.here():
+            cursor.execute(statement)
 
 
 def refresh_statistics(models: Iterable[type[Model]]) -> None:
@@ -48,10 +55,12 @@ def refresh_statistics(models: Iterable[type[Model]]) -> None:
     PostgreSQL's planner would guess from the empty tables until autovacuum's next
     ANALYZE. SQLite keeps no statistics unless asked, and none are asked for.
     """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            for model in models:
-                cursor.execute(f"ANALYZE {model._meta.db_table}")
+    analyze = _ANALYZE.here()
+    if analyze is None:
+        return
+    with connection.cursor() as cursor:
+        for model in models:
+            cursor.execute(analyze.format(table=model._meta.db_table))
 
 
 def insert_synthetic_states(
@@ -65,10 +74,36 @@ def insert_synthetic_states(
 ) -> int:
     """Place every synthetic learner (``user_ids``) on every synthetic card; a state that
     exists is left alone. Returns how many states were inserted."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(*states_insert(seed=seed, due=due, today=today, steps=steps, now=now))
-            return cursor.rowcount
+    return _INSERT_STATES.here()(
+        user_ids=user_ids, seed=seed, due=due, today=today, steps=steps, now=now
+    )
+
+
+def _states_in_one_statement(
+    *,
+    user_ids: Sequence[int],
+    seed: int,
+    due: float,
+    today: dt.date,
+    steps: tuple[int, ...],
+    now: dt.datetime,
+) -> int:
+    """PostgreSQL: one ``INSERT ... SELECT`` over the synthetic users and cards."""
+    with connection.cursor() as cursor:
+        cursor.execute(*states_insert(seed=seed, due=due, today=today, steps=steps, now=now))
+        return int(cursor.rowcount)
+
+
+def _states_in_batches(
+    *,
+    user_ids: Sequence[int],
+    seed: int,
+    due: float,
+    today: dt.date,
+    steps: tuple[int, ...],
+    now: dt.datetime,
+) -> int:
+    """SQLite: the placement in Python, the rows in batched raw inserts."""
     card_ids = list(
         Card.objects.filter(deck__in=synthetic_decks()).order_by("id").values_list("id", flat=True)
     )
@@ -90,14 +125,25 @@ def insert_synthetic_states(
     return _insert(ReviewState, states(), skip_existing=True)
 
 
+_INSERT_STATES = PerDialect(postgresql=_states_in_one_statement, sqlite=_states_in_batches)
+
+
 def insert_synthetic_logs(*, seed: int, fraction: float, steps: tuple[int, ...]) -> int:
     """Log the last review (a pass from ``step - 1``) of a share (``fraction``) of the
     synthetic learners' reviewed states, where the learner has no log for that card yet.
     Returns how many entries were inserted."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(*logs_insert(seed=seed, fraction=fraction, steps=steps))
-            return cursor.rowcount
+    return _INSERT_LOGS.here()(seed=seed, fraction=fraction, steps=steps)
+
+
+def _logs_in_one_statement(*, seed: int, fraction: float, steps: tuple[int, ...]) -> int:
+    """PostgreSQL: one ``INSERT ... SELECT`` over the synthetic states."""
+    with connection.cursor() as cursor:
+        cursor.execute(*logs_insert(seed=seed, fraction=fraction, steps=steps))
+        return int(cursor.rowcount)
+
+
+def _logs_in_batches(*, seed: int, fraction: float, steps: tuple[int, ...]) -> int:
+    """SQLite: the choice in Python, the rows in batched raw inserts."""
     reviewed = (
         ReviewState.objects.filter(learner__in=synthetic_users(), step__gt=0)
         .exclude(last_reviewed_at=None)
@@ -130,6 +176,9 @@ def insert_synthetic_logs(*, seed: int, fraction: float, steps: tuple[int, ...])
             )
 
     return _insert(ReviewLog, logs(), skip_existing=False)
+
+
+_INSERT_LOGS = PerDialect(postgresql=_logs_in_one_statement, sqlite=_logs_in_batches)
 
 
 def _insert(model: type[Model], objs: Iterable[Model], *, skip_existing: bool) -> int:

@@ -26,6 +26,7 @@ from .counts import (
     REVIEW_STATE_COUNTS,
     CountTriggers,
 )
+from .dialect import PerDialect, is_sqlite
 
 logger = logging.getLogger(__name__)
 
@@ -62,43 +63,32 @@ class CountCheck:
 
 def _backfill(counts: CountTriggers) -> tuple[str, str]:
     """The columns and the SELECT of the table's backfill on this database."""
-    sql = counts.backfill
-    if connection.vendor == "sqlite" and counts.sqlite_backfill is not None:
-        sql = counts.sqlite_backfill
-    match = _BACKFILL.match(sql)
+    match = _BACKFILL.match(counts.backfills().here())
     if match is None or match["table"] != counts.table:
         raise ValueError(f"the backfill of {counts.table} is not an INSERT ... SELECT into it")
     return match["columns"], match["select"].strip()
 
 
+# The triggers on a table, by name, and whether each fires: on PostgreSQL 'O' fires in the
+# normal mode and 'A' always ('D' never, 'R' only on a replica); SQLite has no switch, so a
+# trigger it lists fires.
+_TRIGGERS_ON = PerDialect(
+    postgresql=(
+        "SELECT t.tgname, t.tgenabled IN ('O', 'A') FROM pg_trigger t "
+        "JOIN pg_class c ON c.oid = t.tgrelid "
+        "WHERE c.relname = %s AND c.relnamespace = current_schema()::regnamespace "
+        "AND NOT t.tgisinternal"
+    ),
+    sqlite="SELECT name, 1 FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s",
+)
+
+
 def trigger_states(counts: CountTriggers) -> dict[str, str]:
     """Each trigger the table needs on this database, by name: enabled, disabled or missing."""
-    events: tuple[str, ...] = ("insert", "update", "delete")
-    if connection.vendor == "postgresql":
-        events += ("truncate",)
-    names = [f"{counts.table}_{event}" for event in events]
-    found: dict[str, str] = {}
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # 'O' fires in the normal mode and 'A' always; 'D' never and 'R' only on a replica.
-            cursor.execute(
-                "SELECT t.tgname, t.tgenabled FROM pg_trigger t "
-                "JOIN pg_class c ON c.oid = t.tgrelid "
-                "WHERE c.relname = %s AND c.relnamespace = current_schema()::regnamespace "
-                "AND NOT t.tgisinternal",
-                [counts.source],
-            )
-            found = {
-                name: "enabled" if state in ("O", "A") else "disabled"
-                for name, state in cursor.fetchall()
-            }
-        else:
-            cursor.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s",
-                [counts.source],
-            )
-            found = {name: "enabled" for (name,) in cursor.fetchall()}
-    return {name: found.get(name, "missing") for name in names}
+        cursor.execute(_TRIGGERS_ON.here(), [counts.source])
+        found = {name: "enabled" if on else "disabled" for name, on in cursor.fetchall()}
+    return {name: found.get(name, "missing") for name in counts.trigger_names().here()}
 
 
 def check(counts: CountTriggers) -> CountCheck:
@@ -123,6 +113,16 @@ def check_all() -> list[CountCheck]:
     return [check(counts) for counts in KEPT]
 
 
+# What a rebuild does before it drops the triggers. PostgreSQL: a caller's deferred
+# foreign key checks are made now (it will not drop a trigger from a table with trigger
+# events still pending), and the source is locked against writes (SHARE: reads go on).
+# SQLite has one writer at a time: the transaction holds the others off.
+_BEFORE_REBUILD = PerDialect(
+    postgresql=["SET CONSTRAINTS ALL IMMEDIATE", "LOCK TABLE {source} IN SHARE MODE"],
+    sqlite=[],
+)
+
+
 def rebuild(counts: CountTriggers) -> None:
     """Recreate the table's triggers and refill it from its source, in one transaction.
 
@@ -130,18 +130,14 @@ def rebuild(counts: CountTriggers) -> None:
     write lands between the recount and the triggers; it waits ``lock_timeout`` at most
     for the writers in flight, and then fails with nothing changed.
     """
-    vendor = connection.vendor
     with transaction.atomic(), connection.cursor() as cursor:
-        if vendor == "postgresql":
-            # A caller's deferred foreign key checks are made now: PostgreSQL will not
-            # drop a trigger from a table with trigger events still pending.
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            cursor.execute(f"LOCK TABLE {counts.source} IN SHARE MODE")
-        for statement in counts.statements(vendor, forward=False):
+        for statement in _BEFORE_REBUILD.here():
+            cursor.execute(statement.format(source=counts.source))
+        for statement in counts.statements(forward=False):
             cursor.execute(statement)
         cursor.execute(f"DELETE FROM {counts.table}")
         # The triggers, then the backfill: what CountTriggers.create does in a migration.
-        for statement in counts.statements(vendor, forward=True):
+        for statement in counts.statements(forward=True):
             cursor.execute(statement)
 
 
@@ -154,7 +150,7 @@ def restore_dropped_sqlite_triggers(*, using: str = DEFAULT_DB_ALIAS) -> list[st
     being counted. Run after every ``migrate`` (``cards.apps``), this puts them back and
     recounts. PostgreSQL alters tables in place and keeps their triggers: nothing to do.
     """
-    if using != DEFAULT_DB_ALIAS or connection.vendor != "sqlite":
+    if using != DEFAULT_DB_ALIAS or not is_sqlite():
         return []
     existing = connection.introspection.table_names()
     rebuilt = []

@@ -31,10 +31,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection
 
 from .analysis import KIND_FIGURES_KEY, KIND_FIGURES_TABLE, pg_attempt_rows, sqlite_attempt_rows
+from .dialect import PerDialect
 
 # --- Net of undos ----------------------------------------------------------------------
 
@@ -49,8 +51,9 @@ def kept(alias: str, *, log_table: str = "cards_reviewlog") -> str:
     """SQL condition: the entry ``alias`` is a review that no undo cancelled (not an undo
     entry, not undone). The rows whose ``net`` sums stay after the pairs cancel out.
 
-    The one SQL form of the rule (its ORM form is ``ReviewLog.objects.kept()``): an
-    anti-join on the unique index of ``undo_of``, one probe per entry."""
+    The rule's one SQL form; its definition is the ORM's ``ReviewLog.objects.kept()``, and
+    ``tests/cards/test_lapse_forms.py`` holds the two equal. An anti-join on the unique
+    index of ``undo_of``, one probe per entry."""
     return (
         f"{alias}.undo_of_id IS NULL AND NOT EXISTS ("
         f"SELECT 1 FROM {log_table} u WHERE u.undo_of_id = {alias}.id)"
@@ -205,17 +208,29 @@ class CountTriggers:
             ]
         return statements
 
+    def sqlite_create(self) -> list[str]:
+        return list(self.sqlite)
+
     def sqlite_drop(self) -> list[str]:
         return [f"DROP TRIGGER IF EXISTS {self.table}_{event}" for event in _EVENTS]
 
-    def statements(self, vendor: str, *, forward: bool) -> list[str]:
-        """The statements that create (and backfill) or drop the triggers on ``vendor``."""
-        if vendor == "postgresql":
-            return [*self.pg_create(), self.backfill] if forward else self.pg_drop()
-        if vendor == "sqlite":
-            backfill = self.backfill if self.sqlite_backfill is None else self.sqlite_backfill
-            return [*self.sqlite, backfill] if forward else self.sqlite_drop()
-        raise RuntimeError(f"No triggers for {self.table} on {vendor}: PostgreSQL or SQLite.")
+    def backfills(self) -> PerDialect[str]:
+        """The ``INSERT ... SELECT`` that counts the source's rows into the table."""
+        sqlite = self.backfill if self.sqlite_backfill is None else self.sqlite_backfill
+        return PerDialect(postgresql=self.backfill, sqlite=sqlite)
+
+    def trigger_names(self) -> PerDialect[list[str]]:
+        """The triggers that keep the table: one per event (and TRUNCATE on PostgreSQL)."""
+        names = [f"{self.table}_{event}" for event in ("insert", "update", "delete")]
+        return PerDialect(postgresql=[*names, f"{self.table}_truncate"], sqlite=names)
+
+    def statements(self, *, forward: bool, db: Any = None) -> list[str]:
+        """The statements that create (and backfill) or drop the triggers on the database
+        of the connection ``db`` (the default one unless given)."""
+        if forward:
+            create = PerDialect(postgresql=self.pg_create, sqlite=self.sqlite_create)
+            return [*create.here(db)(), self.backfills().here(db)]
+        return PerDialect(postgresql=self.pg_drop, sqlite=self.sqlite_drop).here(db)()
 
     def create(self, apps, schema_editor) -> None:
         """A ``RunPython`` forward function: create the triggers and backfill the counts."""
@@ -226,7 +241,7 @@ class CountTriggers:
         self._run(schema_editor, forward=False)
 
     def _run(self, schema_editor, *, forward: bool) -> None:
-        for statement in self.statements(schema_editor.connection.vendor, forward=forward):
+        for statement in self.statements(forward=forward, db=schema_editor.connection):
             schema_editor.execute(statement, params=None)
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from django.db import connection
 
+from ..lapses import leech_sql
+
 
 def card_filter(*, deck: str | None, kind: str | None, tag: str | None) -> tuple[str, list]:
     """SQL condition over the cards ``c`` and decks ``d`` of the filters given, and its
@@ -34,14 +36,13 @@ def card_filter(*, deck: str | None, kind: str | None, tag: str | None) -> tuple
 # Per-card figures over the cards of a ``picked`` CTE, summed from the few CardFigures rows
 # of each card (one per lapse count its learners have), which the database keeps as the
 # log is written; its parameters are the leech threshold and ``False`` (open reports).
-_CARD_FIGURES = """
+_CARD_FIGURES = f"""
         per_card AS (
             SELECT card_id, SUM(learners) AS learners, SUM(reviews) AS reviews,
                    SUM(lapses * learners) AS lapses, SUM(first_passes) AS first_pass,
                    SUM(reviews) - SUM(learners) AS later,
                    SUM(passes) - SUM(first_passes) AS later_pass,
-                   -- cards.lapses.is_leech, with its threshold as the parameter
-                   SUM(CASE WHEN lapses >= %s THEN learners ELSE 0 END) AS leeches
+                   SUM(CASE WHEN {leech_sql("lapses")} THEN learners ELSE 0 END) AS leeches
             FROM cards_cardfigures
             WHERE card_id IN (SELECT id FROM picked)
             GROUP BY card_id

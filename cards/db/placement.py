@@ -14,14 +14,22 @@ from typing import Any
 
 from django.db import connection
 
+# Rows of a :func:`groups_table` per statement, for the placement job and the reminder
+# pass alike; a pass over more groups runs one statement per slice of this many. Each row
+# is one ``SELECT`` of the table's ``UNION ALL``: SQLite refuses a compound SELECT of more
+# than 500 terms (SQLITE_MAX_COMPOUND_SELECT), so a slice keeps to half of that, and its
+# four parameters a row stay far below either database's limit on parameters.
+GROUPS_PER_STATEMENT = 250
+
 
 def groups_table(
     rows: Sequence[tuple[Any, ...]], columns: tuple[str, ...]
 ) -> tuple[str, list[Any]]:
     """A derived table ``(SELECT %s AS c1, ... UNION ALL ...)`` for ``rows``, with its params.
 
-    Portable between PostgreSQL and SQLite, unlike ``VALUES ... AS g(c1, ...)``.
-    Dates go through the backend's adapter so PostgreSQL sees a ``date`` column.
+    Portable between PostgreSQL and SQLite, unlike ``VALUES ... AS g(c1, ...)``; at most
+    ``GROUPS_PER_STATEMENT`` rows. Dates go through the backend's adapter so PostgreSQL
+    sees a ``date`` column.
     """
     ops = connection.ops
     first = "SELECT " + ", ".join(f"%s AS {name}" for name in columns)

@@ -21,9 +21,19 @@ from .queue import due_count_sql, in_pause_sql
 # (reminder id, learner id, study day, due count), as every statement here returns them.
 ClaimRow = tuple[int, int, dt.date, int]
 
-_RECIPIENT = (
-    "p.reminders = %s AND u.is_active = %s AND u.email <> '' AND p.confirmed_email = u.email"
-)
+
+def recipient_sql(profile: str, user: str) -> tuple[str, list[Any]]:
+    """``cards.services.reminder_claims.recipients`` as an SQL condition, with its parameters.
+
+    Over the ``cards_learnerprofile`` row ``profile`` and its user's row ``user``:
+    reminders on, an active account, and an address the learner confirmed. The queryset
+    is the definition; ``tests/cards/test_rule_forms.py`` holds this equal to it.
+    """
+    condition = (
+        f"{profile}.reminders = %s AND {user}.is_active = %s AND {user}.email <> '' "
+        f"AND {profile}.confirmed_email = {user}.email"
+    )
+    return condition, [True, True]
 
 
 def _claim_rows(rows: Sequence[Sequence[Any]]) -> list[ClaimRow]:
@@ -55,6 +65,7 @@ def claim_new(
     """
     user_table = get_user_model()._meta.db_table
     upper = "AND p.user_id <= %s" if up_to is not None else ""
+    recipient, recipient_params = recipient_sql("p", "u")
     sql = f"""
         INSERT INTO cards_reminder (learner_id, study_day, due_count, sent_at, created_at)
         SELECT learner_id, study_day, due_count, NULL, %s FROM (
@@ -64,7 +75,7 @@ def claim_new(
             JOIN {user_table} u ON u.id = p.user_id
             JOIN {table} g ON g.tz = p.timezone AND g.day_start = p.day_starts_at
                 AND g.hour = p.reminder_hour
-            WHERE {_RECIPIENT}
+            WHERE {recipient}
               AND p.user_id > %s {upper}
               AND NOT {in_pause_sql("p", "g.study_day")}
               AND NOT EXISTS (
@@ -76,7 +87,13 @@ def claim_new(
         ON CONFLICT (learner_id, study_day) DO NOTHING
         RETURNING id, learner_id, study_day, due_count
     """
-    params = [connection.ops.adapt_datetimefield_value(at), True, *table_params, True, True, after]
+    params = [
+        connection.ops.adapt_datetimefield_value(at),
+        True,
+        *table_params,
+        *recipient_params,
+        after,
+    ]
     if up_to is not None:
         params.append(up_to)
     return _returning(sql, params)
@@ -101,6 +118,7 @@ def reclaim_stale(
     user_table = get_user_model()._meta.db_table
     learner, day = "cards_reminder.learner_id", "cards_reminder.study_day"
     upper = "AND cards_reminder.learner_id <= %s" if up_to is not None else ""
+    recipient, recipient_params = recipient_sql("p", "u")
     sql = f"""
         UPDATE cards_reminder
         SET created_at = %s, due_count = {due_count_sql(learner, day)}
@@ -114,7 +132,7 @@ def reclaim_stale(
                   AND g.hour = p.reminder_hour
               WHERE p.user_id = cards_reminder.learner_id
                 AND g.study_day = cards_reminder.study_day
-                AND {_RECIPIENT}
+                AND {recipient}
           )
         RETURNING id, learner_id, study_day, due_count
     """
@@ -126,8 +144,7 @@ def reclaim_stale(
         *([up_to] if up_to is not None else []),
         True,
         *table_params,
-        True,
-        True,
+        *recipient_params,
     ]
     return _returning(sql, params)
 

@@ -19,22 +19,42 @@ from django.utils import timezone
 
 from ..models import IdempotencyKey, ReviewDay, ReviewLog, ReviewState
 from .counts import REVIEW_DAY_COLUMNS, REVIEW_DAY_ON_CONFLICT_ADD, review_day_add
+from .dialect import PerDialect
 from .inserts import inserted, raw_insert
+from .memory import MovedMemory
 
 
-def move_and_log(*, state: ReviewState, step: int, due_on: dt.date, log: ReviewLog) -> bool:
+def move_and_log(
+    *,
+    state: ReviewState,
+    step: int,
+    due_on: dt.date,
+    log: ReviewLog,
+    memory: MovedMemory | None = None,
+) -> bool:
     """Move ``state`` to ``step``/``due_on``, append ``log`` and count it in its day.
 
     Only the request that still sees the state it read (its step and due date) may move
     it: a concurrent submission for the same card matches zero rows, inserts no log,
-    counts nothing and gets False. On True, ``log`` is saved (its ``pk`` set).
+    counts nothing and gets False. On True, ``log`` is saved (its ``pk`` set). With
+    ``memory``, the card's FSRS memory after the review is stored by the same move.
     """
-    if connection.vendor == "postgresql":
-        return _move_and_log_one_statement(state=state, step=step, due_on=due_on, log=log)
+    return _MOVE_AND_LOG.here()(state=state, step=step, due_on=due_on, log=log, memory=memory)
+
+
+def _move_and_log_in_transaction(
+    *, state: ReviewState, step: int, due_on: dt.date, log: ReviewLog, memory: MovedMemory | None
+) -> bool:
+    """SQLite: the three writes in one transaction (one writer at a time holds it)."""
+    remember = (
+        {}
+        if memory is None
+        else memory.update_fields(learner_id=log.learner_id, reviewed_at=log.reviewed_at)
+    )
     with transaction.atomic():
         moved = ReviewState.objects.filter(
             pk=state.pk, step=state.step, due_on=state.due_on
-        ).update(step=step, due_on=due_on, last_reviewed_at=log.reviewed_at)
+        ).update(step=step, due_on=due_on, last_reviewed_at=log.reviewed_at, **remember)
         if not moved:
             return False
         log.save(force_insert=True)
@@ -55,16 +75,21 @@ def learner_lock_sql() -> str:
 
 
 def _move_and_log_one_statement(
-    *, state: ReviewState, step: int, due_on: dt.date, log: ReviewLog
+    *, state: ReviewState, step: int, due_on: dt.date, log: ReviewLog, memory: MovedMemory | None
 ) -> bool:
     """PostgreSQL: the learner's lock comes first: the UPDATE's condition on it is a
     constant, which PostgreSQL checks once before it reads any state (a one-time filter)."""
     ops = connection.ops
     row = raw_insert(ReviewLog, [log])
+    remember, remembered = (
+        ("", [])
+        if memory is None
+        else memory.set_sql(learner_id=log.learner_id, reviewed_at=log.reviewed_at)
+    )
     sql = f"""
         WITH locked AS ({learner_lock_sql()}), moved AS (
             UPDATE {ReviewState._meta.db_table}
-            SET step = %s, due_on = %s, last_reviewed_at = %s, updated_at = %s
+            SET step = %s, due_on = %s, last_reviewed_at = %s, updated_at = %s{remember}
             WHERE id = %s AND step = %s AND due_on = %s AND EXISTS (SELECT FROM locked)
             RETURNING id
         ), logged AS (
@@ -84,6 +109,7 @@ def _move_and_log_one_statement(
         ops.adapt_datefield_value(due_on),
         ops.adapt_datetimefield_value(log.reviewed_at),
         ops.adapt_datetimefield_value(timezone.now()),
+        *remembered,
         state.pk,
         state.step,
         ops.adapt_datefield_value(state.due_on),
@@ -97,6 +123,11 @@ def _move_and_log_one_statement(
         return False
     inserted(log, logged[0])
     return True
+
+
+_MOVE_AND_LOG = PerDialect(
+    postgresql=_move_and_log_one_statement, sqlite=_move_and_log_in_transaction
+)
 
 
 def insert_unless_taken(record: IdempotencyKey) -> IdempotencyKey | None:

@@ -10,6 +10,7 @@ from django.db import transaction
 from .. import selectors
 from ..models import Deck, Enrollment
 from . import pace
+from .due_exercises import queue_exercises_bind
 from .pace import Placed, enrolment_place
 from .scheduling import sync_scheduled
 
@@ -29,7 +30,9 @@ def enroll(*, learner: Any, deck: Deck, at: dt.datetime) -> EnrollResult:
     # States kept from an earlier enrolment come back onto the ladder.
     sync_scheduled(learner_id=learner.pk, deck_ids=[deck.pk])
     today = selectors.learner_today(learner=learner, at=at)
-    return enrolment_place(learner=learner, deck=deck, today=today, new=created)
+    placed = enrolment_place(learner=learner, deck=deck, today=today, new=created)
+    queue_exercises_bind(learner=learner, today=today)
+    return placed
 
 
 class NotEnrolled(Exception):
@@ -43,7 +46,9 @@ def learn_more(
     if not Enrollment.objects.filter(learner=learner, deck=deck).exists():
         raise NotEnrolled(f"You are not enrolled in “{deck.title}”: enrol first.")
     today = selectors.learner_today(learner=learner, at=at)
-    return pace.learn_more(learner=learner, deck=deck, today=today, count=count)
+    placed = pace.learn_more(learner=learner, deck=deck, today=today, count=count)
+    queue_exercises_bind(learner=learner, today=today)
+    return placed
 
 
 @transaction.atomic

@@ -231,6 +231,13 @@ def exercise_review_submit(
             else:
                 binding.review = review
                 binding.save(update_fields=["review"])
+            # The queue moved on (a review recorded, or its exercise spent as practice):
+            # what it lacks today and tomorrow is bound now, not by the page that shows it.
+            from .due_exercises import queue_exercises_bind  # it imports this module
+
+            queue_exercises_bind(
+                learner=learner, today=selectors.learner_today(learner=learner, at=at)
+            )
     outcome.result["review"] = (
         None
         if review is None

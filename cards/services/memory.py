@@ -1,12 +1,18 @@
-"""Memory beside the ladder: the figures' reads and the weekly fitting of FSRS parameters.
+"""Memory beside the ladder: the figures' reads, the memory each review state keeps, and
+the weekly fitting of FSRS parameters.
 
-Reads (``stats/memory/``, a deck's figures for staff, the due page's retrievability)
-load the kept review log and hand it to the pure functions of ``cards.memory`` and
-``cards.memory_simulation``; they never fit. Fitting is the beat job's: the weekly
-``refresh_memory_parameters`` task fans ``memory_refresh_chunks`` out on the queue, as the
-reminder pass does, and each chunk fits its learners (:func:`fit_learner`), storing each
-fit in ``MemoryParameters.history`` so that the calibration predicts a review only with
-the fits made before it.
+The figures' reads (``stats/memory/``, a deck's figures for staff) load the kept review
+log and hand it to the pure functions of ``cards.memory`` and ``cards.memory_simulation``;
+they never fit. Each review state keeps its card's FSRS memory (stability, difficulty, the
+day of its last kept review): a recorded review stores it (:func:`memory_for_review`),
+a new fit stores every state's again (:func:`memory_states_rebuild`), an undo its card's
+(:func:`memory_state_refresh`), so the due page and card states read today's
+retrievability from it (:func:`page_retrievability`) instead of replaying the log; a
+memory left behind by a write that did not store it reads as not current and is replayed.
+Fitting is the beat job's: the weekly ``refresh_memory_parameters`` task fans
+``memory_refresh_chunks`` out on the queue, as the reminder pass does, and each chunk fits
+its learners (:func:`fit_learner`), storing each fit in ``MemoryParameters.history`` so
+that the calibration predicts a review only with the fits made before it.
 """
 
 from __future__ import annotations
@@ -23,19 +29,21 @@ import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db.models import (
-    BigIntegerField,
-    CharField,
-    DateField,
-    DateTimeField,
-    JSONField,
-    Value,
-)
+from django.db import transaction
 
 from .. import memory, memory_charts
-from ..db.memory import kept_log_columns
+from ..db.memory import (
+    Learners,
+    MovedMemory,
+    fitted_parameters,
+    kept_log_columns,
+    learner_fit,
+    learner_states,
+    memories_store,
+    page_memory,
+)
 from ..memory_simulation import Items, simulate
-from ..models import MemoryParameters, ReviewLog, ReviewState
+from ..models import MemoryParameters, ReviewState
 from .scheduling import id_ranges
 
 # The fits a learner's history keeps (the oldest go first); reviews before the oldest
@@ -264,59 +272,131 @@ def retrievability_of(*, log: Log, w: Sequence[float], today: dt.date) -> dict[i
     return {key: round(float(x), 4) for key, x in zip(keys, r, strict=True)}
 
 
+def recall_from_memory(
+    rows: Sequence[tuple[Any, ...]], *, today: dt.date
+) -> tuple[dict[int, float], list[int]]:
+    """From ``cards.db.memory.page_memory`` rows: today's predicted recall of each card
+    whose state keeps a current memory, and the cards whose kept memory is not current
+    (a review or an undo moved the state since it was stored). A card never reviewed
+    has neither."""
+    current = [row for row in rows if row[3] and row[1] is not None]
+    stale = [row[0] for row in rows if not row[3]]
+    if not current:
+        return {}, stale
+    decay = next((row[4] for row in rows if row[4] is not None), memory.DEFAULT_PARAMETERS[20])
+    origin = today.toordinal()
+    gap = np.array([max(origin - row[2].toordinal(), 0) for row in current], float)
+    r = memory.forgetting_curve(gap, np.array([row[1] for row in current], float), decay)
+    return {row[0]: round(float(x), 4) for row, x in zip(current, r, strict=True)}, stale
+
+
 def page_retrievability(
     *, learner: Any, card_ids: Sequence[int], today: dt.date
 ) -> dict[int, float]:
-    """Today's predicted recall of the cards on a due page, in one query and with no fit.
+    """Today's predicted recall of the cards on a due page, from the memory their states
+    keep: one statement (``cards.db.memory.page_memory``), no log and no replay.
 
-    The page's log rows and the learner's fitted parameters come back together (a
-    ``UNION ALL``: the parameters' row has no card); a card never reviewed has none.
+    A state whose kept memory is not current is replayed from its log (two statements
+    more, for those cards only); nothing is written.
     """
     if not card_ids:
         return {}
-    logs = (
-        ReviewLog.objects.kept()
-        .filter(learner_id=learner.pk, card_id__in=list(card_ids))
-        .order_by()
-        .values_list("card_id", "study_day", "result", "reviewed_at", "id")
-        .annotate(w=Value(None, output_field=JSONField()))
+    recall, stale = recall_from_memory(
+        page_memory(learner_id=learner.pk, card_ids=list(card_ids)), today=today
     )
-    fitted = (
-        MemoryParameters.objects.filter(learner_id=learner.pk, fitted=True)
-        .order_by()
-        .annotate(
-            c=Value(None, output_field=BigIntegerField()),
-            d=Value(None, output_field=DateField()),
-            r=Value("", output_field=CharField()),
-            t=Value(None, output_field=DateTimeField()),
-            i=Value(None, output_field=BigIntegerField()),
-        )
-        .values_list("c", "d", "r", "t", "i", "parameters")
-    )
-    return retrievability_from_rows(list(logs.union(fitted, all=True)), today=today)
-
-
-def retrievability_from_rows(rows: Sequence[Sequence[Any]], *, today: dt.date) -> dict[int, float]:
-    """``page_retrievability`` from its rows: ``(card_id, study_day, result, reviewed_at,
-    id, None)`` per kept review and ``(None, ..., parameters)`` for a fitted model."""
-    w = next((row[5] for row in rows if row[0] is None), None)
-    reviews = sorted((row for row in rows if row[0] is not None), key=lambda row: (row[3], row[4]))
-    if not reviews:
-        return {}
-    n = len(reviews)
-    log = Log(
-        learners=np.zeros(n, np.int64),
-        cards=np.fromiter((r[0] for r in reviews), np.int64, n),
-        days=np.fromiter((r[1].toordinal() for r in reviews), np.int64, n),
-        passed=np.fromiter((r[2] == ReviewLog.Result.PASS for r in reviews), bool, n),
-        times=np.zeros(n),
-    )
-    parameters = [float(x) for x in w] if w else list(memory.DEFAULT_PARAMETERS)
-    return retrievability_of(log=log, w=parameters, today=today)
+    if stale:
+        w = current_parameters(_parameters_row(learner.pk))
+        log = learner_log(learner_id=learner.pk, card_ids=stale)
+        recall.update(retrievability_of(log=log, w=w, today=today))
+    return recall
 
 
 def card_retrievability(*, learner: Any, card_id: int, today: dt.date) -> float | None:
     return page_retrievability(learner=learner, card_ids=[card_id], today=today).get(card_id)
+
+
+# --- The memory each review state keeps ---------------------------------------------------
+
+
+def memory_for_review(*, state: ReviewState, passed: bool, today: dt.date) -> MovedMemory:
+    """The card's memory after a review of ``state`` on ``today``, for the move that
+    records it to store (``cards.db.reviews.move_and_log``).
+
+    One step (``cards.memory.review_memory``) from the memory ``state`` keeps when that is
+    current; otherwise from a replay of the card's kept log. Under the learner's fit, read
+    here (one statement; two more for the replay): should a new fit be stored before the
+    move, the move leaves the memory not current, for the next review or fit to store.
+    """
+    fit = learner_fit(state.learner_id)
+    w = fit[0] if fit is not None else list(memory.DEFAULT_PARAMETERS)
+    previous: tuple[float, float] | None = None
+    last_day = None
+    if state.memory_as_of == state.last_reviewed_at:
+        if state.stability is not None and state.difficulty is not None:
+            previous, last_day = (state.stability, state.difficulty), state.last_review_day
+    else:
+        card_log = learner_log(learner_id=state.learner_id, card_ids=[state.card_id])
+        played = memory.replay(
+            cards=card_log.cards, days=card_log.days, passed=card_log.passed, w=w
+        )
+        kept = last_states(card_log.cards, card_log.days, played).get(state.card_id)
+        if kept is not None:
+            previous, last_day = (kept[0], kept[1]), dt.date.fromordinal(kept[2])
+    elapsed = 0 if last_day is None else (today - last_day).days
+    s, d = memory.review_memory(previous, elapsed, passed, w)
+    return MovedMemory(s, d, today, fit[1] if fit is not None else None)
+
+
+def memory_states_rebuild(
+    *,
+    learner_id: int | None = None,
+    card_ids: Sequence[int] | None = None,
+    learners: Learners | None = None,
+) -> int:
+    """Store the memory of every state that matches (one learner's, or those of its
+    ``card_ids``, or a range of learners') from a replay of its kept log under its
+    learner's parameters in force; a state with no kept review gets none. Returns the
+    states stored.
+
+    What a new fit, the migration that added the memory and a bulk load of the log run.
+    A state reviewed or undone while this runs is left for that write to keep.
+    """
+    log = log_arrays(kept_log_columns(learner_id=learner_id, card_ids=card_ids, learners=learners))
+    states = learner_states(learner_id=learner_id, card_ids=card_ids, learners=learners)
+    fitted = fitted_parameters(learner_id=learner_id, learners=learners)
+    last: dict[int, tuple[float, float, int]] = {}
+    if len(log.cards):
+        default = list(memory.DEFAULT_PARAMETERS)
+        w = np.array([fitted.get(int(k), default) for k in log.learners], float)
+        played = memory.replay(cards=log.pairs, days=log.days, passed=log.passed, w=w)
+        last = last_states(log.pairs, log.days, played)
+    rows: list[tuple[int, float | None, float | None, dt.date | None, dt.datetime | None]] = []
+    for state_id, learner, card, reviewed_at in states:
+        kept = last.get(learner * (1 << 32) + card)
+        if kept is None:
+            rows.append((state_id, None, None, None, reviewed_at))
+        else:
+            rows.append((state_id, kept[0], kept[1], dt.date.fromordinal(kept[2]), reviewed_at))
+    return memories_store(rows)
+
+
+def memory_states_rebuild_for(learner_ids: Sequence[int], *, chunk: int = DEFAULT_CHUNK) -> int:
+    """:func:`memory_states_rebuild` for these learners and those between them, a range of
+    ``chunk`` ids at a time (what a bulk load of the log and the migration run)."""
+    if not learner_ids:
+        return 0
+    stored, after, last = 0, min(learner_ids) - 1, max(learner_ids)
+    while after < last:
+        up_to = min(after + chunk, last)
+        stored += memory_states_rebuild(learners=(after, up_to))
+        after = up_to
+    return stored
+
+
+def memory_state_refresh(*, learner_id: int, card_id: int) -> int:
+    """Store one card's memory again from its kept log: what an undo calls once it has
+    put the state back, so that the memory follows the review the undo left last."""
+    return memory_states_rebuild(learner_id=learner_id, card_ids=[card_id])
 
 
 # --- The learner's progress page ---------------------------------------------------
@@ -352,7 +432,8 @@ def fit_learner(*, learner_id: int, at: dt.datetime) -> bool:
     fit is made at several cuts of the log (``memory.fit_cutoffs``), so that the
     calibration has fitted predictions of reviews no fit saw; later fits add one fit
     over the whole log, unless the log is as the last fit found it. Run twice, the second run
-    finds nothing new and changes nothing.
+    finds nothing new and changes nothing. A new fit stores the learner's states' memories
+    under it, in the same transaction.
     """
     log = learner_log(learner_id=learner_id)
     later = memory.elapsed_days(log.cards, log.days) >= 0
@@ -372,14 +453,16 @@ def fit_learner(*, learner_id: int, at: dt.datetime) -> bool:
         w = memory.fit(log.cards[upto], log.days[upto], log.passed[upto])
         history.append({"since": cut, "parameters": w, "reviews": int((later & upto).sum())})
     history = history[-HISTORY_FITS:]
-    MemoryParameters.objects.update_or_create(
-        learner_id=learner_id,
-        defaults={
-            "parameters": history[-1]["parameters"],
-            "fitted": True,
-            "reviews_used": used,
-            "fitted_at": at,
-            "history": history,
-        },
-    )
+    with transaction.atomic():  # the new parameters and the memories they give, together
+        MemoryParameters.objects.update_or_create(
+            learner_id=learner_id,
+            defaults={
+                "parameters": history[-1]["parameters"],
+                "fitted": True,
+                "reviews_used": used,
+                "fitted_at": at,
+                "history": history,
+            },
+        )
+        memory_states_rebuild(learner_id=learner_id)
     return True

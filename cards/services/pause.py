@@ -10,6 +10,7 @@ from django.db.models import F, Q
 
 from .. import ladder
 from ..models import LearnerProfile, ReviewState
+from .due_exercises import queue_exercises_bind
 from .profiles import profile_ensure
 
 MAX_PAUSE_DAYS = 90
@@ -74,4 +75,5 @@ def pause_finish(*, learner: Any, today: dt.date) -> tuple[dt.date, int]:
         raise PauseRefused("Your pause changed meanwhile; reload and try again.")
     _shift(learner=learner, days=used - days)
     profile.pause_start, profile.pause_days = (None if used == 0 else start), used
+    queue_exercises_bind(learner=learner, today=today)
     return start, used

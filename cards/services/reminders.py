@@ -13,8 +13,8 @@ This module is the reminder pass's entry point; read it top to bottom from
       groups among the chunk's recipients (reminders on, an active account, a confirmed
       address: ``reminder_claims.recipients``) whose reminder is due now, each with its
       study day (``ladder.reminder_day``: when a reminder is due is said there);
-   b. ``scheduling.groups_table``: up to ``GROUPS_PER_STATEMENT`` of them as a derived
-      table, so each next step is one statement whatever the number of learners;
+   b. ``cards.db.placement.groups_table``: up to ``GROUPS_PER_STATEMENT`` of them as a
+      derived table, so each next step is one statement whatever the number of learners;
    c. ``reminder_claims.reclaim_stale``: take over the claims a crashed pass left
       unsent, counting the due cards afresh;
    d. ``reminder_claims.claim_new``: claim a reminder for every recipient of those
@@ -63,7 +63,7 @@ from django.template.loader import get_template
 from django.urls import reverse
 
 from ..db import reminders as reminder_rows
-from ..db.placement import groups_table
+from ..db.placement import GROUPS_PER_STATEMENT, groups_table
 from ..metrics import REMINDERS_SENT
 from ..models import Reminder
 from .reminder_claims import ReminderClaim, claim_new, due_groups, recipients, reclaim_stale
@@ -72,12 +72,17 @@ from .scheduling import id_ranges
 logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 500
-# A claim's lease. A live chunk renews it every quarter of this (90 s) between sends,
-# so a slow pass is never overtaken; a chunk killed by its 6-minute hard limit, having
-# started within 3 minutes of its pass, is past its lease by the next 15-minute pass,
-# which takes its learners over (docs/operations.md).
+# A chunk's time limits (the task cards.tasks.send_reminders_chunk): past the soft one
+# it stops between two messages and stamps what it sent; at the hard one its worker is
+# killed, and what it had claimed waits out the lease below.
+CHUNK_SOFT_TIME_LIMIT = dt.timedelta(minutes=5)
+CHUNK_TIME_LIMIT = dt.timedelta(minutes=6)
+# A claim's lease, the pass's ``retry_after`` unless the beat's kwarg sets one. A live
+# chunk renews it every quarter of this (90 s) between sends, so a slow pass is never
+# overtaken. A chunk renews for CHUNK_TIME_LIMIT at most: killed then, having started
+# within 3 minutes of its pass, its claims are past their lease by the next 15-minute
+# pass (3 + 6 + 6 minutes), which takes its learners over (docs/operations.md).
 DEFAULT_RETRY_AFTER = dt.timedelta(minutes=6)
-GROUPS_PER_STATEMENT = 250
 # Failed sends in a row after which a pass stops: the mail server is most likely
 # down, and every further try could wait out a whole connection timeout. The claims
 # left unsent are retried after ``retry_after``, unclaimed learners by the next pass.

@@ -25,6 +25,7 @@ from .errors import (
     NotScheduled,
     WrittenAnswerRefused,
 )
+from .memory import memory_for_review, memory_state_refresh
 
 
 def _advance(
@@ -58,7 +59,11 @@ def _advance(
         idempotency_key=key,
         answer_text=answer_text,
     )
-    moved = move_and_log(state=state, step=schedule.step, due_on=schedule.due_on, log=log)
+    # The card's FSRS memory after this review, stored with the move for the due page.
+    remembered = memory_for_review(state=state, passed=result == ReviewLog.Result.PASS, today=today)
+    moved = move_and_log(
+        state=state, step=schedule.step, due_on=schedule.due_on, log=log, memory=remembered
+    )
     if not moved:
         current = ReviewState.objects.filter(pk=state.pk).values_list("due_on", flat=True).first()
         raise NotDue(current or schedule.due_on)
@@ -80,8 +85,9 @@ def review_record(
     ``answer_text`` is what the learner wrote before seeing an interview card's model
     answer, kept with the review; another kind of card takes none (``WrittenAnswerRefused``).
 
-    No transaction of its own: the state moves, the log is appended and the review is
-    counted in its ``ReviewDay`` together (``cards.db.reviews.move_and_log``: one
+    No transaction of its own: the state moves (with the card's FSRS memory after the
+    review, ``cards.services.memory.memory_for_review``), the log is appended and the
+    review is counted in its ``ReviewDay`` together (``cards.db.reviews.move_and_log``: one
     conditional statement, or one transaction where the database cannot do that). The statement takes the learner's
     lock before anything else, as every write to a learner's reviews does
     (``learner_lock``); one that still loses a deadlock is run again.
@@ -132,6 +138,17 @@ def exercise_review_record(
         at=at,
         key="",
     )
+
+
+def review_undone(*, learner: Any, card_id: int, at: dt.datetime) -> None:
+    """What follows an undo of the learner's review of ``card_id`` (``cards.services.undo``
+    calls it once the state is back): the card's FSRS memory stored again from its kept
+    log, and the exercise the card's repeated review needs bound (its first one was spent
+    on the review undone), so the due page, which only reads, has both."""
+    from .due_exercises import queue_exercises_bind  # it imports this module
+
+    memory_state_refresh(learner_id=learner.pk, card_id=card_id)
+    queue_exercises_bind(learner=learner, today=selectors.learner_today(learner=learner, at=at))
 
 
 # --- Idempotency keys ----------------------------------------------------------

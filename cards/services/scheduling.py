@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from .. import ladder
 from ..db import placement
-from ..db.placement import groups_table
+from ..db.placement import GROUPS_PER_STATEMENT, groups_table
 from ..models import Card, Enrollment, LearnerProfile, ReviewState
 
 logger = logging.getLogger(__name__)
@@ -45,8 +45,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_CHUNK_SIZE = 500
 # Rows aimed at per statement when decks are small: fewer, larger statements.
 ROWS_PER_STATEMENT = 50_000
-# Rows of the derived table of groups per statement (four parameters each).
-GROUPS_PER_STATEMENT = 300
 # The placement task, published by name: see enqueue_schedule_new_cards.
 SCHEDULE_NEW_CARDS_TASK = "cards.tasks.schedule_new_cards"
 # Publishing from a request must fail fast when the broker is away: no retries.

@@ -59,7 +59,7 @@ def review_undo(*, learner: Any, review_id: int, at: dt.datetime) -> ReviewState
 
 def _check_undoable(log: ReviewLog, *, learner: Any, at: dt.datetime) -> None:
     """Raise ``UndoRefused`` unless ``log`` is the card's latest review, today, not undone."""
-    if ReviewLog.objects.filter(undo_of=log).exists():
+    if not _is_kept(log):
         raise UndoRefused("This review was already undone.")
     today = selectors.learner_today(learner=learner, at=at)
     if log.study_day != today:
@@ -109,6 +109,11 @@ def latest_undoable(*, learner: Any, today: dt.date) -> ReviewLog | None:
         .order_by("-reviewed_at", "-id")
         .first()
     )
-    if log is None or ReviewLog.objects.filter(undo_of=log).exists():
+    if log is None or not _is_kept(log):
         return None
     return log
+
+
+def _is_kept(log: ReviewLog) -> bool:
+    """Whether no undo has cancelled the review ``log`` (``ReviewLog.objects.kept()``)."""
+    return ReviewLog.objects.kept().filter(pk=log.pk).exists()

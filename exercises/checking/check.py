@@ -14,7 +14,7 @@ import numpy as np
 from exercises.checking.answers import validate_answers
 from exercises.checking.diagnosis import diagnose_step
 from exercises.checking.marked_kind import MarkedKind
-from exercises.checking.marking import CheckResult, mark
+from exercises.checking.marking import CheckResult, PartResult, mark
 
 
 def check_given(
@@ -32,30 +32,18 @@ def check_given(
     parts, first_wrong = mark(
         asks=asks, solution=solution, given=given, rtol=rtol, atol=atol, inputs=inputs, kind=kind
     )
-    if first_wrong is not None and kind is not None and inputs is not None:
-        for label, other in kind.accepted_alternatives(inputs):
-            alt_parts, _ = mark(
-                asks=asks,
-                solution=other,
-                given=given,
-                rtol=rtol,
-                atol=atol,
-                inputs=inputs,
-                kind=kind,
-            )
-            if all(p.correct for p in alt_parts.values()):
-                for part in alt_parts.values():
-                    part.message = f"Correct: {label}."
-                parts, first_wrong = alt_parts, None
-                break
-    correct = all(p.correct for p in parts.values())
     diagnosis: list[dict[str, Any]] = []
-    if diagnose and first_wrong is not None and kind is not None and inputs is not None:
-        diagnosis = diagnose_step(
-            kind, inputs, asks, solution, given, parts, first_wrong, rtol, atol
-        )
-        part = parts[first_wrong]
-        part.message = f"{part.message} This is the first wrong step."
+    if first_wrong is not None and kind is not None and inputs is not None:
+        alternative = _alternative_marked(asks, given, rtol, atol, inputs, kind)
+        if alternative is not None:
+            parts, first_wrong = alternative, None
+        elif diagnose:
+            diagnosis = diagnose_step(
+                kind, inputs, asks, solution, given, parts, first_wrong, rtol, atol
+            )
+            part = parts[first_wrong]
+            part.message = f"{part.message} This is the first wrong step."
+    correct = all(p.correct for p in parts.values())
     score = sum(p.credit for p in parts.values()) / len(parts) if parts else 0.0
     return CheckResult(
         correct=correct,
@@ -64,6 +52,27 @@ def check_given(
         diagnosis=diagnosis,
         first_wrong=first_wrong,
     )
+
+
+def _alternative_marked(
+    asks: Sequence[Mapping[str, Any]],
+    given: Mapping[str, Any],
+    rtol: float,
+    atol: float,
+    inputs: dict[str, Any],
+    kind: MarkedKind,
+) -> dict[str, PartResult] | None:
+    """The parts marked right against the first whole answer the prompt also allows that
+    they all match, each saying which; None when no such answer matches."""
+    for label, other in kind.accepted_alternatives(inputs):
+        parts, _ = mark(
+            asks=asks, solution=other, given=given, rtol=rtol, atol=atol, inputs=inputs, kind=kind
+        )
+        if all(p.correct for p in parts.values()):
+            for part in parts.values():
+                part.message = f"Correct: {label}."
+            return parts
+    return None
 
 
 def check_answers(

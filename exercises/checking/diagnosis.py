@@ -131,15 +131,38 @@ class _Mistaken:
         same: Callable[[str, Any, Any], bool],
     ) -> bool:
         """Whether the learner's step is this mistake's, either way (a) or (b)."""
-        step, follow, right, chain = self.step, self.follow, self.right, self.chain
-        if (
-            follow is not None
-            and right is not None
-            and all(parts.get(u) and parts[u].correct for u in follow.uses)
+        return self._from_own_parts(parts, matches, same) or self._along_chain(
+            earlier, solution, given, matches, same
+        )
+
+    def _from_own_parts(
+        self,
+        parts: Mapping[str, PartResult],
+        matches: Callable[..., bool],
+        same: Callable[[str, Any, Any], bool],
+    ) -> bool:
+        # (a): the step done the mistaken way from the learner's own right earlier parts,
+        # where that differs from the step done right from them.
+        step, follow, right = self.step, self.follow, self.right
+        if follow is None or right is None:
+            return False
+        return bool(
+            all(parts.get(u) and parts[u].correct for u in follow.uses)
             and not same(step, follow.value, right.value)
             and matches(step, follow.value, follow.slack)
-        ):
-            return True
+        )
+
+    def _along_chain(
+        self,
+        earlier: Sequence[str],
+        solution: Mapping[str, Any],
+        given: Mapping[str, Any],
+        matches: Callable[..., bool],
+        same: Callable[[str, Any, Any], bool],
+    ) -> bool:
+        # (b): the step as the whole mistaken chain from the inputs has it, where that
+        # differs from the solution and the learner's earlier parts match the chain's.
+        step, chain = self.step, self.chain
         return bool(
             chain
             and step in chain

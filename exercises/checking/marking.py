@@ -206,37 +206,48 @@ def mark(
     parts: dict[str, PartResult] = {}
     first_wrong: str | None = None
     for ask in asks:
-        name, shape, exact = ask["name"], ask["shape"], bool(ask.get("exact"))
-        ok = cells_ok(
-            given[name], answer_cells(ask, solution[name]), exact=exact, rtol=rtol, atol=atol
-        )
+        name = ask["name"]
         follow = follows.get(name)
-        follows_part = False
-        if not ok.all() and follow is not None and all(u in parts for u in follow.uses):
-            ok, follows_part = _against_own(
-                ask, given[name], follow, parts, floats, ok, rtol, atol, solution[name]
-            )
-        cells = ok.size
-        right = int(ok.sum())
-        if right == cells:
-            parts[name] = PartResult(True, [], "Correct.", right, cells)
-            continue
-        wrong_cells = [[]] if not shape else np.argwhere(~ok).tolist()
-        if follows_part and follow is not None:
-            message = (
-                f"Wrong against the expected answer, but it follows from {follow.words}: "
-                "right given your own earlier step, half credit."
-            )
-            parts[name] = PartResult(
-                False, wrong_cells, message, right, cells, follows=True, follows_from=follow.words
-            )
-            continue
-        message = (
-            "Not the choice the numbers support."
-            if ask.get("choices")
-            else _wrong_message(exact, shape, cells, right)
+        part = parts[name] = _mark_part(
+            ask, given[name], solution[name], follow, parts, floats, rtol, atol
         )
-        parts[name] = PartResult(False, wrong_cells, message, right, cells)
-        if first_wrong is None:
+        if first_wrong is None and not part.correct and not part.follows:
             first_wrong = name
     return parts, first_wrong
+
+
+def _mark_part(
+    ask: Mapping[str, Any],
+    value: Any,
+    expected: Any,
+    follow: Follow | None,
+    parts: Mapping[str, PartResult],
+    floats: Mapping[str, np.ndarray],
+    rtol: float,
+    atol: float,
+) -> PartResult:
+    """One part's verdict, given the verdicts of the parts before it (``parts``)."""
+    shape, exact = ask["shape"], bool(ask.get("exact"))
+    ok = cells_ok(value, answer_cells(ask, expected), exact=exact, rtol=rtol, atol=atol)
+    follows_part = False
+    if not ok.all() and follow is not None and all(u in parts for u in follow.uses):
+        ok, follows_part = _against_own(ask, value, follow, parts, floats, ok, rtol, atol, expected)
+    cells = ok.size
+    right = int(ok.sum())
+    if right == cells:
+        return PartResult(True, [], "Correct.", right, cells)
+    wrong_cells = [[]] if not shape else np.argwhere(~ok).tolist()
+    if follows_part and follow is not None:
+        message = (
+            f"Wrong against the expected answer, but it follows from {follow.words}: "
+            "right given your own earlier step, half credit."
+        )
+        return PartResult(
+            False, wrong_cells, message, right, cells, follows=True, follows_from=follow.words
+        )
+    message = (
+        "Not the choice the numbers support."
+        if ask.get("choices")
+        else _wrong_message(exact, shape, cells, right)
+    )
+    return PartResult(False, wrong_cells, message, right, cells)

@@ -1,19 +1,15 @@
 """Exercise kinds: a registry of generators of numeric attention exercises.
 
-``KINDS`` maps a name to its kind; ``get_kind(name)`` raises ``UnknownKindError``
-(a ``KeyError``) for an unknown name. Importing this package registers every kind.
+``KINDS`` maps a name to its kind, in the catalogue's order; ``get_kind(name)`` raises
+``UnknownKindError`` (a ``KeyError``) for an unknown name. Importing this package imports
+every module in it, and each kind class registers itself there with ``@register``: a new
+kind is a new module of this package (or a class in the module of its family), and
+nothing else here names it.
 """
 
-# The import order is the order of KINDS: the catalogue, the exercise page's list and the
-# OpenAPI ``kind`` enum. Add a kind's module before ablation, never reorder these.
-# isort: off
-from exercises.kinds import attention  # noqa: F401  (registers the kinds)
-from exercises.kinds import projection  # noqa: F401
-from exercises.kinds import masked  # noqa: F401
-from exercises.kinds import multi_head  # noqa: F401
-from exercises.kinds import theory  # noqa: F401
+import importlib
+import pkgutil
 
-# isort: on
 from exercises.kinds.base import (
     KINDS,
     VARIANT_SEED_MAX,
@@ -24,7 +20,27 @@ from exercises.kinds.base import (
     UnknownKindError,
     get_kind,
 )
-from exercises.kinds.theory import quadratic_share
+
+# The order the modules are imported in is the order of KINDS: the catalogue
+# (GET exercises/kinds/), the exercise page's list and the OpenAPI ``kind`` enum. These
+# come first, in this order; any other module of the package follows, by name; ``LAST``
+# closes the list. Never reorder these: the schema would change.
+FIRST = ("attention", "projection", "masked", "multi_head", "theory")
+LAST = ("ablation",)
+
+
+def kind_modules() -> list[str]:
+    """The package's modules in the catalogue's order (the shared ones, such as base, register
+    nothing)."""
+    found = sorted(info.name for info in pkgutil.iter_modules(__path__))
+    rest = [name for name in found if name not in FIRST + LAST]
+    return [*FIRST, *rest, *LAST]
+
+
+for _module in kind_modules():
+    importlib.import_module(f"{__name__}.{_module}")
+
+from exercises.kinds.theory import quadratic_share  # noqa: E402  (after the kinds registered)
 
 __all__ = [
     "KINDS",
@@ -35,8 +51,6 @@ __all__ = [
     "ParamSpec",
     "UnknownKindError",
     "get_kind",
+    "kind_modules",
     "quadratic_share",
 ]
-
-# Registered after the kinds above, so the catalogue lists it last.
-from exercises.kinds import ablation  # noqa: F401

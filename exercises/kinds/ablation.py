@@ -245,29 +245,40 @@ def _draw_input(
     V = rng.integers(-2, 3, size=(n, D))
     K[-1], V[-1] = k_cls, v_cls
     if case != RELIANCE:
-        # The highlighted key points along the query: the largest score in the row, and
-        # no other key may tie it.
-        K[h] = 2 * np.sign(q)
-        for j in range(n - 1):
-            if j != h and q @ K[j] >= q @ K[h]:
-                K[j] = -K[j]
+        _highest_key(K, q, h)
     if case == REDUNDANT:
-        # Every token carries the same read-out as [CLS]: the information is redundant,
-        # but for one other token whose slightly different read-out gets a little more
-        # weight once the highlighted token is gone: a small change, yet not none.
-        others = [j for j in range(n - 1) if j != h]
-        odd = others[int(rng.integers(0, len(others)))]
-        for j in range(n - 1):
-            shift = int(rng.choice((-2, -1, 1, 2))) if j == odd else 0
-            _set_readout(V[j], w, int(w @ v_cls) + shift)
-    else:
-        if case == RELIANCE and q @ K[h] < 0:
-            K[h] = -K[h]  # a key the query does not avoid: removing it can matter
-        for j in range(n - 1):
-            if j != h:
-                _set_readout(V[j], w, int(rng.integers(-1, 2)))
-        _set_readout(V[h], w, sign * 3)
+        _redundant_readouts(rng, V, w, v_cls, h)
+        return K, V
+    if case == RELIANCE and q @ K[h] < 0:
+        K[h] = -K[h]  # a key the query does not avoid: removing it can matter
+    for j in range(n - 1):
+        if j != h:
+            _set_readout(V[j], w, int(rng.integers(-1, 2)))
+    _set_readout(V[h], w, sign * 3)
     return K, V
+
+
+def _highest_key(K: np.ndarray, q: np.ndarray, h: int) -> None:
+    # The highlighted key points along the query: the largest score in the row, and no
+    # other key (the [CLS] key, last, aside) may tie it.
+    K[h] = 2 * np.sign(q)
+    for j in range(len(K) - 1):
+        if j != h and q @ K[j] >= q @ K[h]:
+            K[j] = -K[j]
+
+
+def _redundant_readouts(
+    rng: np.random.Generator, V: np.ndarray, w: np.ndarray, v_cls: np.ndarray, h: int
+) -> None:
+    # Every token carries the same read-out as [CLS]: the information is redundant, but
+    # for one other token whose slightly different read-out gets a little more weight once
+    # the highlighted token is gone: a small change, yet not none.
+    tokens = len(V) - 1
+    others = [j for j in range(tokens) if j != h]
+    odd = others[int(rng.integers(0, len(others)))]
+    for j in range(tokens):
+        shift = int(rng.choice((-2, -1, 1, 2))) if j == odd else 0
+        _set_readout(V[j], w, int(w @ v_cls) + shift)
 
 
 def _input_fits(

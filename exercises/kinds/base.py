@@ -114,15 +114,7 @@ class ParamSpec:
 
     def _clean_number(self, name: str, value: Any) -> int | float:
         """An int or float parameter: its type, then its range and step."""
-        number: int | float
-        if self.type == "int":
-            number = int(value) if type(value) is float and value.is_integer() else value
-            if type(number) is not int:
-                raise ParamError(name, f"Expected an integer, got {value!r}.")
-        else:
-            if type(value) not in (int, float) or not math.isfinite(value):
-                raise ParamError(name, f"Expected a finite number, got {value!r}.")
-            number = float(value)
+        number = self._typed_number(name, value)
         if (self.min is not None and number < self.min) or (
             self.max is not None and number > self.max
         ):
@@ -132,6 +124,19 @@ class ParamSpec:
         if self.multiple_of and number % self.multiple_of:
             raise ParamError(name, f"Expected a multiple of {self.multiple_of}, got {number!r}.")
         return number
+
+    def _typed_number(self, name: str, value: Any) -> int | float:
+        # An int parameter takes an integer (or a float that is one); a float one any finite
+        # number, as a float.
+        number: int | float
+        if self.type == "int":
+            number = int(value) if type(value) is float and value.is_integer() else value
+            if type(number) is not int:
+                raise ParamError(name, f"Expected an integer, got {value!r}.")
+            return number
+        if type(value) not in (int, float) or not math.isfinite(value):
+            raise ParamError(name, f"Expected a finite number, got {value!r}.")
+        return float(value)
 
 
 SEED_SPEC = ParamSpec(

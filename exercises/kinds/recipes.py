@@ -158,17 +158,31 @@ def _recipe_logits(
     if mode == "zero_after":
         return scores, mask
     if mode == "transposed":
-        if mask.shape[0] != mask.shape[1] or (mask == mask.T).all() or mask.T.all(axis=1).any():
-            return None
-        return np.where(mask.T, -np.inf, scores), zero
+        return _transposed_logits(scores, mask)
     if mode in ("queries", "padded_rows"):
-        padded = _blocked_padding(mask)
-        if not padded.any() or mask.shape[0] != mask.shape[1]:
-            return None
-        rows = np.broadcast_to(padded[:, None], mask.shape)
-        # "padded_rows": the padded keys blocked rightly, and the padded rows zeroed too.
-        return (scores if mode == "queries" else np.where(mask, -np.inf, scores)), rows
+        return _padded_rows_logits(scores, mask, mode)
     return scores, zero  # "ignored"
+
+
+def _transposed_logits(
+    scores: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    # The mask's transpose, where it differs from the mask and leaves every query a key.
+    if mask.shape[0] != mask.shape[1] or (mask == mask.T).all() or mask.T.all(axis=1).any():
+        return None
+    return np.where(mask.T, -np.inf, scores), np.zeros(mask.shape, dtype=bool)
+
+
+def _padded_rows_logits(
+    scores: np.ndarray, mask: np.ndarray, mode: str
+) -> tuple[np.ndarray, np.ndarray] | None:
+    # The padded positions' rows zeroed, their keys read ("queries") or blocked rightly
+    # ("padded_rows"); None without padding to see.
+    padded = _blocked_padding(mask)
+    if not padded.any() or mask.shape[0] != mask.shape[1]:
+        return None
+    rows = np.broadcast_to(padded[:, None], mask.shape)
+    return (scores if mode == "queries" else np.where(mask, -np.inf, scores)), rows
 
 
 @np.errstate(over="ignore", under="ignore", invalid="ignore")

@@ -111,7 +111,9 @@ def diagnose_spread(r: Results) -> str:
             return "spread_fixed_d_k"
     if abs(raw - 8.0) <= spread_bounds(64, n)[1]:
         return "spread_fixed_d_k"
-    if abs(raw - d_k) <= tol * centre:
+    # A sample variance's relative standard error is twice a standard deviation's, so six
+    # of its standard errors are twice ``tol`` relative to the centre.
+    if abs(raw - d_k) <= 2.0 * tol * centre:
         return "variance_for_sd"
     return ""
 

@@ -110,11 +110,12 @@ ATTENTION_MISTAKES = (
 
 
 def _softmax_open(z: np.ndarray) -> np.ndarray:
-    # (n_q, n_k) -> (n_q, n_k): the stable softmax as plain code runs it, so a row with
-    # every key blocked comes out nan, as it does in a learner's code.
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        e = np.exp(z - z.max(axis=-1, keepdims=True))
-        out: np.ndarray = e / e.sum(axis=-1, keepdims=True)
+    # (n_q, n_k) -> (n_q, n_k): the engine's softmax, but a row with every key blocked (or
+    # with a nan or +inf score) comes out nan instead of raising, as it does in a
+    # learner's code, so a mistake made that way still matches.
+    out = np.full(z.shape, np.nan)
+    defined = np.isfinite(z.max(axis=-1))
+    out[defined] = engine.softmax(z[defined])
     return out
 
 

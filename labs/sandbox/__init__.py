@@ -139,6 +139,10 @@ def _probe() -> str | None:
         return None
     said = run_.output.decode("utf-8", errors="replace").strip().splitlines()
     detail = said[-1] if said else exit_words(run_.returncode)
-    if "namespace" in detail.lower() or "permission" in detail.lower():
+    # bwrap's own refusal to make the namespaces; not a file the run cannot read (the
+    # interpreter's "can't open file ...: Permission denied", a bind's source path).
+    lowered = detail.lower()
+    own = detail.startswith("bwrap:") and "source path" not in lowered
+    if own and ("namespace" in lowered or "permission" in lowered):
         return f"user namespaces are disabled or refused here: {detail}"[:300]
     return f"the sandbox did not start: {detail}"[:300]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 from labs import runner as codec
 from labs.sandbox.bwrap import Run
@@ -53,6 +53,11 @@ class MalformedAnswer(ValueError):
     pass
 
 
+def _require(condition: bool) -> None:
+    if not condition:
+        raise ValueError("an event out of order, or with other fields")
+
+
 class _Reader:
     """Reads the result channel strictly: events in order, known keys, each call once."""
 
@@ -83,24 +88,64 @@ class _Reader:
                 ) from None
 
     def event(self, event: dict[str, Any]) -> None:
-        kind, key, fields = event.get("event"), event.get("key"), set(event)
-        if kind == "loading" and fields == {"event"} and not self.loading:
-            self.loading = True
-        elif kind == "loaded" and fields == {"event"} and self.loading and not self.loaded:
-            self.loaded = True
-        elif kind == "load_error" and fields == {"event", "message"} and self.loading:
-            self.load_error = str(event["message"])[:2000]
-        elif kind == "call" and fields == {"event", "key"} and self.loaded and self.fresh(key):
-            self.current = key
-        elif kind == "returned" and key is not None and key == self.current:
-            self.returned[key] = self.one_returned(event)
-            self.current = None
-        elif kind == "limit" and event.get("limit") in ("memory", "file size", "processes"):
-            self.limit = event["limit"]
-        elif kind == "done" and fields == {"event"}:
-            self.done = True
-        else:
-            raise ValueError(kind)
+        # An unknown event is refused; an unhashable name (a list) raises TypeError: refused too.
+        name: Any = event.get("event")
+        handler = self._HANDLERS.get(name)
+        if handler is None:
+            raise ValueError(name)
+        handler(self, event)
+
+    # Each event's handler refuses it (ValueError) out of order or with other fields.
+
+    def _loading(self, event: dict[str, Any]) -> None:
+        _require(set(event) == {"event"} and not self.loading)
+        self.loading = True
+
+    def _loaded(self, event: dict[str, Any]) -> None:
+        _require(set(event) == {"event"} and self.loading and not self.loaded)
+        self.loaded = True
+
+    def _load_error(self, event: dict[str, Any]) -> None:
+        _require(set(event) == {"event", "message"} and self.loading)
+        self.load_error = str(event["message"])[:2000]
+
+    def _call(self, event: dict[str, Any]) -> None:
+        key = event.get("key")
+        _require(set(event) == {"event", "key"} and self.loaded and self.fresh(key))
+        self.current = key
+
+    def _returned(self, event: dict[str, Any]) -> None:
+        key = self.current
+        if key is None or event.get("key") != key:
+            raise ValueError("returned")
+        self.returned[key] = self.one_returned(event)
+        self.current = None
+
+    def _limit(self, event: dict[str, Any]) -> None:
+        _require(event.get("limit") in ("memory", "file size", "processes"))
+        self.limit = event["limit"]
+
+    def _done(self, event: dict[str, Any]) -> None:
+        _require(set(event) == {"event"})
+        self.done = True
+
+    _HANDLERS: ClassVar[dict[str, Callable[[_Reader, dict[str, Any]], None]]] = {
+        "loading": _loading,
+        "loaded": _loaded,
+        "load_error": _load_error,
+        "call": _call,
+        "returned": _returned,
+        "limit": _limit,
+        "done": _done,
+    }
+
+    def ended(self, what: str) -> None:
+        """The process ended, by no limit, before it said it was done: while loading, a
+        load error; during a call, that call's error."""
+        if not self.loaded and self.load_error is None:
+            self.load_error = f"The code ended the process while loading: {what}."
+        elif self.current is not None:
+            self.returned[self.current] = Returned(error=f"The process ended abruptly: {what}.")
 
     def fresh(self, key: Any) -> bool:
         return key in self.keys and key not in self.returned
@@ -127,21 +172,16 @@ def parse(run: Run, calls: Sequence[Call], limits: Limits, duration: float) -> R
         return RunResult(
             output=output, duration_ms=duration_ms, failure=str(exc), malformed=str(exc)
         )
-    limit = run.killed_for or reader.limit
+    limit = _stopped_by(run, reader, limits, duration)
     if limit is None and not reader.done:
-        limit = _exit_limit(run, limits, duration)
-        if limit is None and not reader.loading:
+        if not reader.loading:
             detail = output.strip().splitlines()[-1:] or [exit_words(run.returncode)]
             return RunResult(
                 output=output,
                 duration_ms=duration_ms,
                 failure=f"the sandbox stopped before the code loaded: {detail[0][:300]}",
             )
-        what = exit_words(run.returncode)
-        if limit is None and not reader.loaded and reader.load_error is None:
-            reader.load_error = f"The code ended the process while loading: {what}."
-        elif limit is None and reader.current is not None:
-            reader.returned[reader.current] = Returned(error=f"The process ended abruptly: {what}.")
+        reader.ended(exit_words(run.returncode))
     return RunResult(
         returned=reader.returned,
         output=output,
@@ -150,6 +190,15 @@ def parse(run: Run, calls: Sequence[Call], limits: Limits, duration: float) -> R
         limit_message=_limit_message(limit, limits) if limit else None,
         load_error=reader.load_error,
     )
+
+
+def _stopped_by(run: Run, reader: _Reader, limits: Limits, duration: float) -> str | None:
+    """The limit that stopped the run: the parent's, the runner's, or, when the runner never
+    said it was done, the one its exit status names; None for none."""
+    limit = run.killed_for or reader.limit
+    if limit is None and not reader.done:
+        return _exit_limit(run, limits, duration)
+    return limit
 
 
 def _exit_limit(run: Run, limits: Limits, duration: float) -> str | None:

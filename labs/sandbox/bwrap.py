@@ -25,13 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from labs.sandbox import cgroup, mounts, seccomp
-from labs.sandbox.limits import MAX_RESULT_BYTES, Limits, SandboxUnavailable, env_number
+from labs.sandbox.limits import MAX_RESULT_BYTES, Limits, SandboxUnavailable
 from labs.sandbox.mounts import INSIDE_RUNNER, interpreter, numpy_dirs
 
 __all__ = ["Run", "bwrap_args", "interpreter", "numpy_dirs", "start"]
 
 INSIDE_UID = 1000
 INSIDE_GID = 1000
+# The first of the throwaway outer uids of a service run as root (STUDY_LAB_UID_BASE).
+UID_BASE = 1_800_000_000
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +90,16 @@ def _outer_ids() -> tuple[int, int] | None:
     """
     if os.geteuid() != 0:
         return None
-    base = int(env_number("STUDY_LAB_UID_BASE", 1_800_000_000))
+    # Imported here: importing studyapp loads the Django settings, and the sandbox also
+    # runs in a process without them (another user's, which could not make var/).
+    from django.core.exceptions import ImproperlyConfigured
+
+    from studyapp.common.environment import env_number
+
+    try:
+        base = int(env_number("STUDY_LAB_UID_BASE", UID_BASE))
+    except ImproperlyConfigured as exc:
+        raise SandboxUnavailable(str(exc)) from None
     uid = base + random.SystemRandom().randrange(100_000)
     return uid, uid
 

@@ -9,8 +9,10 @@ Everything sits at neutral paths, so that ``/proc/self/mountinfo`` inside (which
 each bind's source) shows no path of the service's checkout or virtualenv: the
 interpreter at ``/sandbox/python/bin``, its stdlib at ``/sandbox/python/lib``, and
 NumPy with the runner in a runtime directory of this process (``runtime``: hard links,
-or copies across filesystems, made once in the system's temporary directory and
-removed at exit) bound at ``/sandbox``.
+or copies across filesystems and of files other users may not read, made once in the
+system's temporary directory and removed at exit) bound at ``/sandbox``. What it holds
+is readable by any user, as the throwaway uid of a service run as root needs, so the
+service's checkout and virtualenv may sit where only their owner can read them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import functools
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -71,10 +74,18 @@ def _stdlib(python: Path) -> Path:
 
 
 def _link_or_copy(source: str, target: str) -> None:
-    try:
-        os.link(source, target)
-    except OSError:  # another filesystem, or hard links refused: a copy
-        shutil.copy2(source, target)
+    # A hard link shares its source's mode, so a file others may not read (a checkout or a
+    # virtualenv made under umask 077, in a home directory) is copied, and the copy opened to
+    # them: the sandbox's throwaway uid reads it as "other".
+    mode = os.stat(source).st_mode
+    if mode & stat.S_IROTH:
+        try:
+            os.link(source, target)
+            return
+        except OSError:  # another filesystem, or hard links refused: a copy
+            pass
+    shutil.copy2(source, target)
+    os.chmod(target, stat.S_IMODE(mode) | 0o444 | (0o111 if mode & stat.S_IXUSR else 0))
 
 
 @functools.cache

@@ -37,7 +37,8 @@ TIMEOUT_SQLSTATES = frozenset({"57014", "55P03"})  # query_canceled, lock_not_av
 CONFLICT_ATTEMPTS = 4
 
 
-def _sqlstate(error: BaseException) -> str | None:
+def sqlstate(error: BaseException) -> str | None:
+    """The SQLSTATE of a database error, or None when it carries none."""
     # Django re-raises the driver's error with the original as its cause; psycopg 3
     # names the code ``sqlstate``, psycopg2 ``pgcode``.
     for candidate in (error.__cause__, error):
@@ -49,7 +50,7 @@ def _sqlstate(error: BaseException) -> str | None:
 
 def database_fault(error: BaseException) -> Fault:
     """Why a database error ended a request: a lost race, a timeout, or no database."""
-    code = _sqlstate(error)
+    code = sqlstate(error)
     if code in CONFLICT_SQLSTATES:
         return "conflict"
     if code in TIMEOUT_SQLSTATES:

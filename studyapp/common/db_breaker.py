@@ -36,7 +36,7 @@ from collections.abc import Callable
 from django.db import DatabaseError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from studyapp.common.db import query_deadline
+from studyapp.common.db import query_deadline, sqlstate
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +47,6 @@ CONNECTION_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
 PROBE_QUERY_SECONDS = 2.0
 
 
-def _sqlstate(error: BaseException) -> str | None:
-    for candidate in (error.__cause__, error):
-        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
-        if code:
-            return str(code)
-    return None
-
-
 def is_connection_failure(error: BaseException, wrapper: BaseDatabaseWrapper) -> bool:
     """Whether ``error``, met on ``wrapper`` (Django's connection), says the database could
     not be reached: a PostgreSQL error of a connection (see the module docstring) whose
@@ -62,7 +54,7 @@ def is_connection_failure(error: BaseException, wrapper: BaseDatabaseWrapper) ->
     test's stand-in, a driver's bug) opens nothing."""
     if wrapper.vendor != "postgresql":
         return False
-    code = _sqlstate(error)
+    code = sqlstate(error)
     if not (code is None or code.startswith("08") or code in CONNECTION_SQLSTATES):
         return False
     raw = wrapper.connection

@@ -12,21 +12,12 @@ from django.core.management import call_command
 from cards.decks import deck_load, deck_validate
 from cards.management.commands.load_starter_content import starter_files
 from cards.models import Card, Deck
-from exercises.kinds import get_kind
+from exercises.kinds import KINDS, get_kind
 from studyapp.common.rendering import render_markdown
 
 SLUG = "attention-and-transformers"
-EXERCISE_KINDS = {
-    "attention",
-    "projection",
-    "causal",
-    "padding",
-    "multi_head",
-    "shapes",
-    "positional_encoding",
-    "scaling",
-    "cost",
-}
+# The starter deck has a card of every registered kind.
+EXERCISE_KINDS = set(KINDS)
 
 pytestmark = pytest.mark.django_db
 

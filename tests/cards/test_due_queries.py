@@ -24,6 +24,7 @@ from cards.models import (
 )
 from cards.renderers import due_items
 from cards.serializers import CardSerializer, DueItemSerializer
+from cards.services.due_exercises import exercises_bind_ahead
 from exercises.models import Exercise
 
 pytestmark = pytest.mark.django_db
@@ -94,6 +95,7 @@ def test_due_page_takes_at_most_five_queries_first_and_later_requests(
 ):
     enrol(learner, make_deck("d", recall=recall, exercise=exercise))
     with time_machine.travel(LATER, tick=False):
+        exercises_bind_ahead(at=timezone.now())  # the beat, as the day begins
         with django_assert_max_num_queries(MAX_QUERIES):  # first request of the day
             first = due(api, "?page_size=100")
         with django_assert_max_num_queries(MAX_QUERIES):
@@ -122,25 +124,39 @@ def test_query_count_is_flat_in_page_size_deck_size_and_exercise_cards(api, lear
     assert small_later == big_later == last_later <= MAX_QUERIES
 
 
-def test_first_request_binds_every_exercise_card_set_based(api, learner):
+def test_the_beat_binds_every_exercise_card_set_based_and_the_page_reads_them(
+    api, learner, django_assert_max_num_queries
+):
     enrol(learner, make_deck("d", recall=0, exercise=12))
     with time_machine.travel(LATER, tick=False):
+        # The chunks' bounds, then per day (today, then tomorrow) the chunk's learners, the
+        # states that lack a binding and the bindings' insert (on SQLite two, in a
+        # transaction), whatever the number of cards.
+        with django_assert_max_num_queries(7 if connection.vendor == "postgresql" else 13):
+            assert exercises_bind_ahead(at=timezone.now()) == 24
         body = due(api, "?page_size=100")
     ids = {item["exercise"]["id"] for item in body["results"]}
     assert len(ids) == 12
     bindings = ExerciseBinding.objects.filter(learner=learner, study_day=body["today"])
     assert set(bindings.values_list("exercise_id", flat=True)) == ids
-    assert Exercise.objects.filter(owner=learner).count() == 12
+    # 12 bound by the enrolment for the day after it, 24 by the beat for today and tomorrow.
+    assert Exercise.objects.filter(owner=learner).count() == 36
+    with time_machine.travel(LATER, tick=False):
+        assert exercises_bind_ahead(at=timezone.now()) == 0  # run again: nothing to bind
 
 
 def test_a_spent_practice_exercise_is_replaced_by_a_fresh_one(api, learner):
     enrol(learner, make_deck("d", recall=0, exercise=1))
     with time_machine.travel(LATER, tick=False):
+        exercises_bind_ahead(at=timezone.now())
         first = due(api)["results"][0]["exercise"]["id"]
         Exercise.objects.filter(pk=first).update(attempts_used=1)  # answered as practice
+        assert due(api)["results"][0]["exercise"] is None  # the page only reads
+        exercises_bind_ahead(at=timezone.now())  # the beat replaces it
         second = due(api)["results"][0]["exercise"]["id"]
     assert second != first
-    assert ExerciseBinding.objects.get(learner=learner).exercise_id == second
+    today = LATER.date()
+    assert ExerciseBinding.objects.get(learner=learner, study_day=today).exercise_id == second
 
 
 def test_a_binding_made_by_a_concurrent_request_wins(learner):

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 import time_machine
 from django.urls import reverse
+from django.utils import timezone
 
 from cards.models import Card, Deck, ExerciseBinding, ReviewLog, ReviewState
+from cards.services.due_exercises import exercises_bind_ahead
 from exercises.models import Exercise
 from exercises.reviews import review_side
 
@@ -204,10 +206,11 @@ def _break(card_key: str) -> Card:
 def test_a_card_that_cannot_generate_is_passed_over_flagged_and_logged_once(
     api, mixed_deck, learner, caplog
 ):
-    with time_machine.travel(START, tick=False):
-        api.post("/api/v1/decks/mixed/enroll/")
     broken = _break("heads")
+    with time_machine.travel(START, tick=False), caplog.at_level("ERROR"):
+        api.post("/api/v1/decks/mixed/enroll/")  # binds tomorrow's exercises: this one fails
     with time_machine.travel(START + dt.timedelta(days=1), tick=False), caplog.at_level("ERROR"):
+        exercises_bind_ahead(at=timezone.now())  # the beat tries again, as the day begins
         pages = [api.get("/api/v1/reviews/due/").json() for _ in range(3)]
     for page in pages:
         assert page["count"] == 2
@@ -230,10 +233,10 @@ def test_a_card_that_cannot_generate_is_passed_over_flagged_and_logged_once(
 def test_the_review_page_passes_over_it_and_logs_nothing_more(
     client, api, mixed_deck, learner, caplog
 ):
-    with time_machine.travel(START, tick=False):
-        api.post("/api/v1/decks/mixed/enroll/")
     _break("heads")
     client.force_login(learner)
+    with time_machine.travel(START, tick=False), caplog.at_level("ERROR"):
+        api.post("/api/v1/decks/mixed/enroll/")
     with time_machine.travel(START + dt.timedelta(days=1), tick=False), caplog.at_level("ERROR"):
         api.get("/api/v1/reviews/due/")
         pages = [client.get("/review/") for _ in range(2)]
@@ -245,13 +248,13 @@ def test_the_review_page_passes_over_it_and_logs_nothing_more(
 
 
 def test_a_card_that_generates_again_loses_its_flag(api, mixed_deck, learner):
+    _break("heads")
     with time_machine.travel(START, tick=False):
         api.post("/api/v1/decks/mixed/enroll/")
-    _break("heads")
     with time_machine.travel(START + dt.timedelta(days=1), tick=False):
-        api.get("/api/v1/reviews/due/")
         assert Card.objects.get(key="heads").generation_error
         Card.objects.filter(key="heads").update(exercise={"kind": "attention", "params": {"n": 3}})
+        exercises_bind_ahead(at=timezone.now())  # the beat's next pass binds it
         page = api.get("/api/v1/reviews/due/").json()
     by_key = {item["card"]["key"]: item for item in page["results"]}
     assert by_key["heads"]["exercise"]["kind"] == "attention"
@@ -261,11 +264,9 @@ def test_a_card_that_generates_again_loses_its_flag(api, mixed_deck, learner):
 def test_staff_see_the_flag_in_the_admin_and_saving_the_fix_clears_it(
     client, api, staff, mixed_deck, learner
 ):
+    broken = _break("heads")
     with time_machine.travel(START, tick=False):
         api.post("/api/v1/decks/mixed/enroll/")
-    broken = _break("heads")
-    with time_machine.travel(START + dt.timedelta(days=1), tick=False):
-        api.get("/api/v1/reviews/due/")
     staff.is_superuser = True
     staff.save()
     client.force_login(staff)
@@ -300,11 +301,9 @@ def test_fixing_the_card_through_the_api_or_a_deck_file_clears_the_flag(
 ):
     from cards.decks import deck_export, deck_import
 
+    card = _break("heads")
     with time_machine.travel(START, tick=False):
         api.post("/api/v1/decks/mixed/enroll/")
-    card = _break("heads")
-    with time_machine.travel(START + dt.timedelta(days=1), tick=False):
-        api.get("/api/v1/reviews/due/")
     assert Card.objects.get(pk=card.pk).generation_error
     fixed = staff_api.patch(
         f"/api/v1/cards/{card.pk}/",

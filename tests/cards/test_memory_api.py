@@ -18,7 +18,7 @@ from cards.lapses import leech_card_ids
 from cards.models import Card, Deck, MemoryParameters, ReviewLog, ReviewState
 from cards.renderers import due_items
 from cards.serializers import DueItemSerializer
-from cards.services.memory import fit_learner, page_retrievability
+from cards.services.memory import fit_learner, memory_states_rebuild, page_retrievability
 
 pytestmark = pytest.mark.django_db
 
@@ -136,7 +136,9 @@ def test_page_retrievability_is_one_query_and_reads_the_fitted_parameters(learne
     assert len(ctx.captured_queries) == 1
     w = list(memory.DEFAULT_PARAMETERS)
     w[2] = 20.0  # a much larger first stability after a pass
+    # As a fit stores its parameters: with the memories they give the learner's states.
     MemoryParameters.objects.create(learner=learner, parameters=w, fitted=True, reviews_used=400)
+    memory_states_rebuild(learner_id=learner.pk)
     with CaptureQueriesContext(connection) as ctx:
         fitted = page_retrievability(learner=learner, card_ids=[c.pk for c in cards], today=today)
     assert len(ctx.captured_queries) == 1

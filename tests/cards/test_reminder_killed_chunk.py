@@ -15,13 +15,13 @@ from django.core.mail.backends.base import BaseEmailBackend
 
 from cards.models import Reminder
 from cards.services import reminders
-from cards.tasks import _retry_after
+from cards.tasks import _retry_after, send_reminders_chunk
 
 from .test_reminders import make_learner, utc  # noqa: F401 - the fixture
 
 PASS = utc(2026, 3, 2, 9, 0)  # a beat pass; the learners' reminders are due at 09:00
 BEAT = dt.timedelta(minutes=15)
-CHUNK_HARD_LIMIT = dt.timedelta(minutes=6)  # send_reminders_chunk's time_limit
+CHUNK_HARD_LIMIT = dt.timedelta(seconds=send_reminders_chunk.time_limit)
 SEND = dt.timedelta(seconds=30)  # a slow mail server: each message takes this long
 
 
@@ -83,3 +83,7 @@ def test_the_lease_fits_between_a_live_chunks_renewals_and_the_next_pass(setting
     # A chunk dead by its hard limit is past its lease at the next pass whenever it
     # started within 3 minutes of its own pass.
     assert BEAT - CHUNK_HARD_LIMIT - retry_after >= dt.timedelta(minutes=3)
+    # The task runs under the limits the lease is measured against, the soft one first.
+    assert CHUNK_HARD_LIMIT == reminders.CHUNK_TIME_LIMIT
+    soft = dt.timedelta(seconds=send_reminders_chunk.soft_time_limit)
+    assert soft == reminders.CHUNK_SOFT_TIME_LIMIT < CHUNK_HARD_LIMIT

@@ -6,7 +6,8 @@ example: no shift by the row's largest score), a sum, a divisor 10000^(2i/d) to 
 figures the prompt asks, an angle, a logit and its e^(-z). Plain loops over the inputs,
 no engine and no kind code, so it checks the marking rather than repeating it.
 
-``hand_answers(kind, inputs, prompt)`` returns the numeric parts as JSON values (and a
+``hand_answers(kind, inputs, prompt)`` (the solver a kind's cases name, in
+tests/exercises/kinds/) returns the numeric parts as JSON values (and a
 verdict reached from them by the prompt's stated rule, where one is asked); it raises
 ``CannotFollow`` where the rule leaves nothing to compute (every e^s of a row written as 0).
 """
@@ -16,6 +17,8 @@ from __future__ import annotations
 import math
 import re
 from typing import Any
+
+from tests.exercises.kind_cases import cases_of, kind_cases
 
 DECIMALS = 3
 
@@ -211,19 +214,14 @@ def ablation(inputs: dict[str, Any], prompt: str) -> dict[str, Any]:
     return out
 
 
-SOLVERS = {
-    "attention": attention,
-    "causal": masked_weights,
-    "padding": masked_weights,
-    "projection": projection,
-    "multi_head": multi_head,
-    "shapes": shapes,
-    "positional_encoding": positional_encoding,
-    "scaling": scaling,
-    "cost": cost,
-    "ablation": ablation,
-}
-
-
 def hand_answers(kind: str, inputs: dict[str, Any], prompt: str) -> dict[str, Any]:
-    return SOLVERS[kind](inputs, prompt)
+    """The kind's solver is named by its cases (tests/exercises/kinds/)."""
+    return cases_of(kind).solver(inputs, prompt)
+
+
+def __getattr__(name: str) -> Any:
+    # ``SOLVERS``, every kind's solver by name, read when asked for: the kinds' test
+    # modules, where the cases are, import this module first.
+    if name == "SOLVERS":
+        return {kind: cases.solver for kind, cases in kind_cases().items()}
+    raise AttributeError(name)

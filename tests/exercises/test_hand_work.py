@@ -29,15 +29,14 @@ from exercises.kinds.theory import pe_figures
 from exercises.models import Exercise
 from exercises.variants import accepted, draw_variant
 from tests.exercises.hand_solver import hand_answers
-from tests.exercises.sweep import PARAMETER_SETS
+from tests.exercises.kind_cases import kind_cases, parameter_id
+from tests.exercises.sweep import DECK_SETS, PARAMETER_SETS
 
-# The ablation cases fixed at the starter deck's sizes too: a reliance draw there is where
-# e^s written to three decimals first moved p_without beyond its tolerance.
+# The sweep's sets and each kind's own sets for the hand work (its cases' ``hand_only``).
 HAND_SETS = PARAMETER_SETS + [
-    ("ablation", {"n_inputs": 3, "n": 3, "case": case})
-    for case in ("reliance", "mixed", "redundant")
+    (name, raw) for name, cases in kind_cases().items() for raw in cases.hand_only
 ]
-IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in raw.items())}" for name, raw in HAND_SETS]
+IDS = [parameter_id(name, raw) for name, raw in HAND_SETS]
 
 
 def assert_hand_work_accepted(name: str, raw: dict, seeds) -> None:
@@ -153,7 +152,7 @@ def test_the_slack_is_zero_where_a_row_reads_one_key_or_is_blocked():
     assert (slack[0] == 0).all() and (slack[1] > 0).all()
 
 
-def test_the_slack_of_the_issues_row_covers_its_hand_weights():
+def test_the_slack_of_the_reported_row_covers_its_hand_weights():
     # Open scores at or below -4.6: e^s keeps one significant figure at three decimals.
     z = np.array([[-4.8, -5.6, -5.2]])
     exact = np.exp(z) / np.exp(z).sum()
@@ -199,7 +198,9 @@ def test_the_figures_keep_every_angle_within_a_thousandth():
 # --- Still no registered mistake is accepted -------------------------------------------
 
 
-@pytest.mark.parametrize("name, raw", HAND_SETS[:15], ids=IDS[:15])
+@pytest.mark.parametrize(
+    "name, raw", DECK_SETS, ids=[parameter_id(name, raw) for name, raw in DECK_SETS]
+)
 def test_the_wider_softmax_still_rejects_every_registered_mistake(name, raw):
     kind = get_kind(name)
     params = kind.normalize_params(raw)
@@ -211,6 +212,6 @@ def test_the_wider_softmax_still_rejects_every_registered_mistake(name, raw):
                 assert not accepted(kind, g, mistaken), (name, seed, code)
 
 
-def test_the_issues_softmax_example_follows_the_rule_to_the_letter():
+def test_the_reported_softmax_example_follows_the_rule_to_the_letter():
     # e^(-4.8) = 0.008, e^(-5.6) = 0.004, e^(-5.2) = 0.006: one significant figure each.
     assert [round(math.exp(s), 3) for s in (-4.8, -5.6, -5.2)] == [0.008, 0.004, 0.006]

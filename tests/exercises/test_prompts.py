@@ -98,7 +98,7 @@ def test_multi_head_says_the_scores_are_per_head_and_counts_heads_from_one():
     assert "weights_head" not in prompt and "`" not in prompt
 
 
-# --- padding and causal: no API field name, no unused values ----------------------------------
+# --- padding: no API field name (the masked kinds give no values: tests/exercises/kinds/) --
 
 
 def test_padding_names_the_padded_tokens_not_an_api_field():
@@ -108,19 +108,6 @@ def test_padding_names_the_padded_tokens_not_an_api_field():
     assert "tokens 4 to 5 are padding" in prompt
     _, g = offered("padding", n_real=2, n_pad=1)
     assert "token 3 is padding" in flat(g.prompt)
-
-
-@pytest.mark.parametrize("kind_name", ["causal", "padding"])
-def test_a_weights_only_kind_gives_no_values(kind_name):
-    kind, g = offered(kind_name)
-    assert "V" not in g.inputs
-    assert "$V =" not in g.prompt and "values" not in g.prompt
-    assert correct(kind, g, dict(g.solution))
-    # An exercise stored with values before is marked the same way.
-    stored = {**g.inputs, "V": np.ones((len(g.inputs["Q"]), 2)).tolist()}
-    np.testing.assert_array_equal(
-        kind.answers_under(stored, {})["weights"], kind.answers_under(g.inputs, {})["weights"]
-    )
 
 
 # --- shapes with one head ----------------------------------------------------------------------

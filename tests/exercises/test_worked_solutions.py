@@ -11,26 +11,13 @@ from exercises.checking.mistakes import LESSON_SECTIONS
 from exercises.kinds import KINDS, get_kind
 from exercises.models import Exercise
 from tests.exercises.hand_solver import hand_answers
+from tests.exercises.kind_cases import kind_cases
 
 EXERCISES = "/api/v1/exercises/"
 
-# One parameter set per kind (the starter deck's where a card uses it).
-KIND_PARAMS = {
-    "attention": {"n": 3, "d_k": 2, "d_v": 2, "mask": "causal"},
-    "projection": {"preset": "lesson"},
-    "causal": {"n": 3, "d_k": 2},
-    "padding": {"n_real": 2, "n_pad": 1},
-    "multi_head": {"n": 3, "heads": 2, "d_head": 2, "mask": "causal"},
-    "shapes": {"n": 6, "heads": 2, "d_head": 4},
-    "positional_encoding": {"d_model": 4, "positions": 2},
-    "scaling": {"d_k": 16, "n": 3},
-    "cost": {"n": 4096, "d_model": 1024, "heads": 16, "layers": 24},
-    "ablation": {"n_inputs": 3, "n": 3},
-}
-
-
-def test_every_registered_kind_is_covered_here():
-    assert set(KIND_PARAMS) == set(KINDS)
+# One parameter set per kind: its cases' example (tests/exercises/kinds/; a kind without
+# cases fails test_every_registered_kind_has_its_cases).
+KIND_PARAMS = {name: cases.example for name, cases in kind_cases().items() if name in KINDS}
 
 
 def create(api, kind, seed=3):
@@ -229,7 +216,7 @@ def test_multi_head_steps_are_the_engines_trace(api):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("kind", ["attention", "causal", "scaling", "ablation", "multi_head"])
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_hand_rounded_work_gets_no_hint_and_a_wrong_part_of_it_gets_one(api, kind):
     ex = create(api, kind, seed=4)
     answer_prediction(api, ex)

@@ -12,9 +12,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from labs import grading, sandbox, services, tasks
 from labs.models import Submission
+from labs.sandbox.limits import LIMITS
 from labs.spec import Returned, RunResult, Verdict
 from labs.spec import TestOutcome as Outcome
-from studyapp.settings import env_number
+from studyapp.configuration import VARIABLE
 
 from . import require_sandbox
 from .tiny_lab import TINY, FakeSandbox, install, right, wrong
@@ -149,31 +150,11 @@ def test_the_limits_come_from_the_settings(settings):
     )
 
 
-def test_unset_limits_are_the_sandbox_defaults(settings):
-    for name in ("CPU_SECONDS", "WALL_SECONDS", "MEMORY_MB", "PROCESSES", "FILE_MB", "OUTPUT_KB"):
-        setattr(settings, f"STUDY_LAB_{name}", None)
-    assert grading.lab_limits() == sandbox.Limits()
-    assert sandbox.Limits() == sandbox.Limits(
-        cpu_seconds=5,
-        wall_seconds=10.0,
-        memory_bytes=512 * 2**20,
-        processes=32,
-        file_bytes=8 * 2**20,
-        output_bytes=64 * 1024,
-    )
-
-
-def test_a_limit_in_the_environment_is_a_positive_number(monkeypatch):
-    monkeypatch.setenv("STUDY_LAB_MEMORY_MB", " 300 ")
-    assert env_number("STUDY_LAB_MEMORY_MB") == 300.0
-    monkeypatch.setenv("STUDY_LAB_MEMORY_MB", "")
-    assert env_number("STUDY_LAB_MEMORY_MB") is None
-    monkeypatch.delenv("STUDY_LAB_MEMORY_MB")
-    assert env_number("STUDY_LAB_MEMORY_MB") is None
-    for bad in ("0", "-5", "lots"):
-        monkeypatch.setenv("STUDY_LAB_MEMORY_MB", bad)
-        with pytest.raises(ValueError):
-            env_number("STUDY_LAB_MEMORY_MB")
+def test_the_settings_defaults_are_the_sandbox_defaults(settings):
+    # The settings read here come from the table, with no STUDY_LAB_* set by the suite.
+    for limit in LIMITS:
+        setattr(settings, limit.variable, VARIABLE[limit.variable].read({}))
+    assert grading.lab_limits() == sandbox.Limits() == sandbox.DEFAULT_LIMITS
 
 
 @pytest.mark.django_db

@@ -7,7 +7,9 @@ import json
 import math
 import os
 import shutil
+import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 
 from labs import runner as codec
 from labs import sandbox
-from labs.sandbox import answer, bwrap, seccomp
+from labs.sandbox import answer, bwrap, mounts, seccomp
 from labs.spec import Call, Returned
 from tests.labs import require_sandbox
 
@@ -312,17 +314,95 @@ def test_a_sandbox_that_cannot_start_is_unavailable_with_the_reason(monkeypatch,
     assert sandbox.unavailable() == reason  # cached: no second start
 
 
+@pytest.mark.parametrize(
+    "said, reason",
+    [
+        ("bwrap: setting up uid map: Permission denied", "user namespaces are disabled"),
+        ("bwrap: No permissions to create new namespace", "user namespaces are disabled"),
+        (
+            "/sandbox/python/bin/python3.11: can't open file '/sandbox/runner.py': "
+            "[Errno 13] Permission denied",
+            "the sandbox did not start",
+        ),
+        ("bwrap: Can't find source path /srv/x: Permission denied", "the sandbox did not start"),
+    ],
+)
+def test_only_bwrap_refusing_its_namespaces_is_called_so(monkeypatch, fresh_check, said, reason):
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name, **kw: "/usr/bin/bwrap")
+    monkeypatch.setattr(sandbox, "interpreter", lambda: Path("/usr/bin/python3"))
+    refused = bwrap.Run(output=bytearray(f"{said}\n".encode()), returncode=1)
+    monkeypatch.setattr(sandbox, "start", lambda *args, **kwargs: (refused, 0.1))
+    found = sandbox.unavailable()
+    assert found is not None and found.startswith(reason) and said in found
+
+
+def test_the_runtime_directory_copies_what_other_users_may_not_read(tmp_path):
+    # The sandbox of a service run as root reads it as another uid: a file of a checkout
+    # made under umask 077 is copied and opened to them, a readable one linked.
+    private, public = tmp_path / "private.py", tmp_path / "public.py"
+    for path, mode in ((private, 0o600), (public, 0o644)):
+        path.write_text("x = 1\n")
+        path.chmod(mode)
+    for path in (private, public):
+        mounts._link_or_copy(str(path), str(tmp_path / f"in-{path.name}"))
+    copied, linked = (tmp_path / "in-private.py").stat(), (tmp_path / "in-public.py").stat()
+    assert copied.st_ino != private.stat().st_ino and copied.st_mode & 0o777 == 0o644
+    assert private.stat().st_mode & 0o777 == 0o600  # the source keeps its own mode
+    assert linked.st_ino == public.stat().st_ino
+
+
+def _anyone_enters(directory: Path) -> bool:
+    return all(path.stat().st_mode & stat.S_IXOTH for path in (directory, *directory.parents))
+
+
+def _linked_for_anyone(source: Path, target: Path) -> None:
+    # As the sandbox's runtime directory is made: hard links, or copies of the files other
+    # users may not read, in directories anyone may enter.
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(source, target, copy_function=mounts._link_or_copy, ignore=skip)
+    for path in [target, *target.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o755)
+
+
+@pytest.fixture
+def code_anyone_reads():
+    """Where another user finds the project's packages and the installed ones: the checkout
+    (and its virtualenv) may sit where only their owner can read them (``mktemp -d``, a
+    home directory)."""
+    import pyseccomp
+
+    top = Path(tempfile.mkdtemp(prefix="study-lab-code-"))
+    top.chmod(0o755)
+    try:
+        checkout = Path(sandbox.__file__).resolve().parents[2]
+        for package in ("cards", "exercises", "labs", "studyapp"):
+            _linked_for_anyone(checkout / package, top / "project" / package)
+        found = [str(top / "project")]
+        # Where NumPy (a package) and pyseccomp (a module) are installed: one virtualenv, or
+        # a directory of PYTHONPATH too.
+        numpy_home = Path(np.__file__).resolve().parents[1]
+        installed = dict.fromkeys([numpy_home, Path(pyseccomp.__file__).resolve().parent])
+        for number, place in enumerate(installed):
+            if not _anyone_enters(place):
+                _linked_for_anyone(place, top / f"installed-{number}")
+                place = top / f"installed-{number}"
+            found.append(str(place))
+        yield found
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 @pytest.mark.sandbox
 @pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("setpriv") is None, reason="changes uid: root and setpriv"
 )
-def test_a_service_that_is_not_root_keeps_the_process_limit():
+def test_a_service_that_is_not_root_keeps_the_process_limit(code_anyone_reads):
     """As the image's unprivileged user does: bwrap unprivileged, the limit set inside."""
     require_sandbox()
     python = bwrap.interpreter()
-    paths = [str(Path(__file__).resolve().parents[2]), *(str(p.parent) for p in bwrap.numpy_dirs())]
     script = (
-        f"import sys; sys.path[:0] = {paths!r}\n"
+        f"import sys; sys.path[:0] = {code_anyone_reads!r}\n"
         "from labs import sandbox\n"
         "from labs.spec import Call\n"
         "limits = sandbox.Limits(processes=8, wall_seconds=5)\n"

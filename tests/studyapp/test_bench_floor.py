@@ -88,3 +88,33 @@ def test_the_floor_answers_the_due_page_and_records_a_review_as_the_api_does(
     assert status == "409 Conflict"
     assert ReviewLog.objects.filter(learner=learner).count() == 2
     assert call("GET", "/bench/floor/due/", "not-a-token")[0] == "401 Unauthorized"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_floor_reads_each_items_retrievability_as_the_api_does(
+    api, learner, floor_on_test_database
+):
+    """From the memory the states keep, and from a replay where it is not current."""
+    deck = Deck.objects.create(slug="heads", title="Heads")
+    cards = [
+        Card.objects.create(deck=deck, kind="recall", prompt=f"P{i}", answer=f"A{i}", position=i)
+        for i in range(4)
+    ]
+    token = Token.objects.get(user=learner).key
+    with time_machine.travel(START, tick=False):
+        api.post(f"/api/v1/decks/{deck.slug}/enroll/")
+    for days, card, result in [(1, 0, "fail"), (1, 1, "fail"), (2, 0, "fail")]:
+        with time_machine.travel(START + dt.timedelta(days=days), tick=False):
+            api.post("/api/v1/reviews/", {"card": cards[card].pk, "result": result}, format="json")
+    # A memory a write left behind (as a review the floor records would): not current.
+    ReviewState.objects.filter(learner=learner, card=cards[1]).update(
+        last_reviewed_at=START + dt.timedelta(days=1, hours=1)
+    )
+    with time_machine.travel(START + dt.timedelta(days=6), tick=False):
+        ours = api.get("/api/v1/reviews/due/").json()
+        status, bare = call("GET", "/bench/floor/due/", token)
+    assert status == "200 OK" and bare == ours
+    recall = {item["card"]["id"]: item["retrievability"] for item in ours["results"]}
+    assert recall[cards[0].pk] is not None and recall[cards[1].pk] is not None
+    assert recall[cards[2].pk] is None  # never reviewed

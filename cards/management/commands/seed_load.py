@@ -45,6 +45,7 @@ from cards.models import (
     ReviewState,
     Tag,
 )
+from cards.services.memory import memory_states_rebuild_for
 from cards.services.review_days import review_days_rebuild
 from cards.synthetic import (
     CARD_TAG,
@@ -144,6 +145,9 @@ class Command(BaseCommand):
         with self.phase("review days"):
             # The stats read the log per day: recount the synthetic learners' days.
             review_days_rebuild(learners=synthetic_users())
+        with self.phase("memories"):
+            # The due page reads each state's FSRS memory: store what the new log gives.
+            memory_states_rebuild_for(user_ids)
 
     def summary(self, today: dt.date) -> None:
         states = ReviewState.objects.filter(learner__in=synthetic_users()).count()

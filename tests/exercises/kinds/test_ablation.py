@@ -1,4 +1,5 @@
-"""The ablation kind: does the model rely on the highlighted token, or is it redundant for the output?"""
+"""The ablation kind: does the model rely on the highlighted token, or is it redundant for the
+output? (exercises/kinds/ablation.py)"""
 
 import math
 from pathlib import Path
@@ -13,7 +14,27 @@ from exercises.checking import MISTAKES, check_answers
 from exercises.kinds import ablation, get_kind
 from exercises.kinds.base import HALF_UNIT
 from exercises.variants import accepted, draw_variant, variant_problems
+from tests.exercises import hand_solver as hs
 from tests.exercises.hand_solver import hand_answers
+from tests.exercises.kind_cases import KindCases
+
+CASES = {
+    "ablation": KindCases(
+        solver=hs.ablation,
+        example={"n_inputs": 3, "n": 3},
+        largest=(
+            {"n_inputs": 5, "n": 5},
+            {"n_inputs": 5, "n": 5, "case": "reliance"},
+            {"n_inputs": 5, "n": 5, "case": "redundant"},
+        ),
+        # Each case fixed at the starter deck's sizes too: a reliance draw there is where
+        # e^s written to three decimals first moved p_without beyond its tolerance.
+        hand_only=tuple(
+            {"n_inputs": 3, "n": 3, "case": c} for c in ("reliance", "mixed", "redundant")
+        ),
+        seeds_vary=False,
+    ),
+}
 
 EXERCISES = "/api/v1/exercises/"
 SEEDS = range(60)
@@ -127,7 +148,7 @@ def test_the_highest_weight_is_strictly_highest_by_a_visible_margin_in_every_inp
     assert sold_as_highest >= 100
 
 
-def test_the_issues_tied_decoration_variant_no_longer_ties():
+def test_the_tied_decoration_variant_no_longer_ties():
     # {case: redundant} seed 2 gave the highlighted token 0.472 beside another 0.472.
     g = variant(2, case="redundant")
     assert min(_margins(g)) >= 0.05
@@ -545,7 +566,7 @@ def test_the_page_renders_the_verdict_as_radio_buttons_and_checks_it(api, learne
 
 def test_the_starter_deck_has_the_ablation_card_last_of_its_exercises():
     path = (
-        Path(__file__).resolve().parents[2]
+        Path(__file__).resolve().parents[3]
         / "cards"
         / "content"
         / "attention-and-transformers.yaml"
