@@ -1,3 +1,4 @@
+# One module on purpose: one load benchmark, its shapes, series and report, read top to bottom.
 """Load over HTTP: gunicorn on production settings, requests/s and p50/p95/p99 per endpoint.
 
 Run against PostgreSQL (creates and migrates the database, and seeds ``manage.py
@@ -51,6 +52,7 @@ import datetime as dt
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studyapp.settings")
@@ -77,9 +79,10 @@ REPO = Path(__file__).resolve().parents[1]
 TOKENS = 100
 TARGET_RATIO = 0.8
 FLOOR_TARGET_RATIO = 0.5
-# Requests/s a review series is assumed to reach at most, to size the due cards a run
-# may use: about twice the fastest rate measured (the floor's, on a quiet machine).
-REVIEW_RATE_BOUND = 1000
+# Requests/s the two review series are assumed to reach at most together, to size the
+# due cards a run may use: the floor's fastest rate measured (about 1,000/s on a quiet
+# machine) and the service's beside it, with room to spare.
+REVIEW_RATE_BOUND = 2000
 
 
 # --- data ---------------------------------------------------------------------------
@@ -111,8 +114,9 @@ def ensure_data(learners: int, cards: int, *, targets_wanted: int = 0) -> None:
 
 
 def review_targets_wanted(args) -> int:
-    """Due recall cards a run's two review series may use at ``REVIEW_RATE_BOUND``."""
-    return int(2 * REVIEW_RATE_BOUND * args.seconds / 2 * args.rounds)
+    """Due recall cards a run's review series may use at ``REVIEW_RATE_BOUND``: each
+    round runs the two for half of ``--seconds`` each."""
+    return int(REVIEW_RATE_BOUND * args.seconds / 2 * args.rounds)
 
 
 def learners_with_tokens() -> list[tuple[int, str]]:
@@ -218,18 +222,33 @@ def parse_shapes(text: str) -> list[tuple[int, int]]:
 
 
 class Pool:
-    """``from_pool`` that remembers whether the items ran out: a series that stopped for
-    want of due cards ran for less than its time, and its rate is not comparable."""
+    """The calls of one series, made from a ``supply`` of items that series may share with
+    another; remembers whether the supply ran out, since a series stopped for want of due
+    cards ran for less than its time and its rate is not comparable."""
 
-    def __init__(self, items: list, make):
+    def __init__(self, supply, make):
         self.ran_out = False
-        self.calls = from_pool(items, make)
+        self.supply = supply
+        self.make = make
 
     def __call__(self, n: int):
-        call = self.calls(n)
-        if call is None:
+        item = self.supply()
+        if item is None:
             self.ran_out = True
-        return call
+            return None
+        return self.make(item)
+
+
+def supply_of(items: list):
+    """Hands out each of ``items`` once, to any of the client threads, then None."""
+    it = iter(items)
+    lock = threading.Lock()
+
+    def take():
+        with lock:
+            return next(it, None)
+
+    return take
 
 
 def run_series(args, tokens: list[str], targets: list, pool: list) -> list[Series]:
@@ -250,13 +269,11 @@ def run_series(args, tokens: list[str], targets: list, pool: list) -> list[Serie
         )
     floor_review = Series("POST floor reviews (bare WSGI)", 201)
     review = Series("POST reviews/", 201)
-    # Alternate cards between the two, so neither reviews a card the other has moved.
-    floor_calls = Pool(
-        targets[0::2], lambda t: ("POST", "/bench/floor/reviews/", t[0], review_body(t))
-    )
-    service_calls = Pool(
-        targets[1::2], lambda t: ("POST", "/api/v1/reviews/", t[0], review_body(t))
-    )
+    # One pool of due cards for the two, each card drawn once: neither reviews a card the
+    # other has moved, and the faster series does not run out before the slower one.
+    shared = supply_of(targets)
+    floor_calls = Pool(shared, lambda t: ("POST", "/bench/floor/reviews/", t[0], review_body(t)))
+    service_calls = Pool(shared, lambda t: ("POST", "/api/v1/reviews/", t[0], review_body(t)))
     for _ in range(args.rounds):
         floor_review.run(args.port, args.clients, args.seconds / 2, floor_calls)
         review.run(args.port, args.clients, args.seconds / 2, service_calls)

@@ -1,3 +1,4 @@
+# One module on purpose: the memory model's pure maths (Wilson, FSRS replay and step, calibration), read as one derivation.
 """Memory figures beside the ladder, as pure functions: no Django, no clock.
 
 The ladder schedules; these functions only measure. A learner's review log, kept reviews

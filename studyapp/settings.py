@@ -1,3 +1,5 @@
+# One module on purpose: Django reads its settings from one module; every value comes from
+# the table in studyapp/configuration/, read here top to bottom.
 """Settings for the study service, read from the environment in one module.
 
 Every variable, with its kind, default and meaning, is in ``studyapp.configuration``

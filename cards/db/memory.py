@@ -266,8 +266,8 @@ def fitted_parameters(
         return {learner: _parameters(p) for learner, p in cursor.fetchall()}
 
 
-# Rows per statement of ``memories_store``: its parameters stay far below SQLite's limit
-# of 32,766 bound variables.
+# Rows per statement of ``memories_store`` on SQLite: its parameters stay far below
+# SQLite's limit of 32,766 bound variables. PostgreSQL takes each column as one array.
 MEMORIES_PER_STATEMENT = 2000
 
 _MEMORIES_UPDATE = PerDialect(
@@ -275,7 +275,8 @@ _MEMORIES_UPDATE = PerDialect(
         UPDATE cards_reviewstate s
         SET stability = v.stability, difficulty = v.difficulty,
             last_review_day = v.day, memory_as_of = s.last_reviewed_at
-        FROM (VALUES {rows}) AS v(id, stability, difficulty, day, as_of)
+        FROM unnest(%s::bigint[], %s::float8[], %s::float8[], %s::date[], %s::timestamptz[])
+             AS v(id, stability, difficulty, day, as_of)
         WHERE s.id = v.id AND s.last_reviewed_at IS NOT DISTINCT FROM v.as_of
     """,
     sqlite="""
@@ -287,10 +288,6 @@ _MEMORIES_UPDATE = PerDialect(
         WHERE s.id = v.id AND s.last_reviewed_at IS v.as_of
     """,
 )
-_MEMORY_ROW = PerDialect(
-    postgresql="(%s::bigint, %s::float8, %s::float8, %s::date, %s::timestamptz)",
-    sqlite="(%s, %s, %s, %s, %s)",
-)
 
 
 def memories_store(
@@ -300,6 +297,14 @@ def memories_store(
     last_reviewed_at it was computed from)``, None for no memory. A state whose
     ``last_reviewed_at`` has moved since is left as it is (its memory reads as not
     current). Returns the states stored."""
+    if not rows:
+        return 0
+    if is_postgres():
+        # One statement, a column per array: its text is the same for any number of rows.
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        with connection.cursor() as cursor:
+            cursor.execute(_MEMORIES_UPDATE.postgresql, columns)
+            return max(cursor.rowcount, 0)
     ops = connection.ops
     stored = 0
     for start in range(0, len(rows), MEMORIES_PER_STATEMENT):
@@ -313,8 +318,8 @@ def memories_store(
                 ops.adapt_datefield_value(day),
                 ops.adapt_datetimefield_value(as_of),
             ]
-        values = ", ".join([_MEMORY_ROW.here()] * len(part))
+        values = ", ".join(["(%s, %s, %s, %s, %s)"] * len(part))
         with connection.cursor() as cursor:
-            cursor.execute(_MEMORIES_UPDATE.here().format(rows=values), params)
+            cursor.execute(_MEMORIES_UPDATE.sqlite.format(rows=values), params)
             stored += max(cursor.rowcount, 0)
     return stored

@@ -1,3 +1,4 @@
+# One module on purpose: the memory figures' reads and the memory each review state keeps, beside one fit.
 """Memory beside the ladder: the figures' reads, the memory each review state keeps, and
 the weekly fitting of FSRS parameters.
 
@@ -364,10 +365,26 @@ def memory_states_rebuild(
     log = log_arrays(kept_log_columns(learner_id=learner_id, card_ids=card_ids, learners=learners))
     states = learner_states(learner_id=learner_id, card_ids=card_ids, learners=learners)
     fitted = fitted_parameters(learner_id=learner_id, learners=learners)
+    return _memories_store(log=log, states=states, fitted=fitted)
+
+
+def _memories_store(
+    *,
+    log: Log,
+    states: Sequence[tuple[int, int, int, dt.datetime | None]],
+    fitted: dict[int, list[float]],
+) -> int:
+    """Store ``states``' memories from a replay of ``log`` (their learners' kept log),
+    each learner's under ``fitted[learner]`` or the defaults."""
     last: dict[int, tuple[float, float, int]] = {}
     if len(log.cards):
         default = list(memory.DEFAULT_PARAMETERS)
-        w = np.array([fitted.get(int(k), default) for k in log.learners], float)
+        learners = np.unique(log.learners)
+        w: np.ndarray | list[float]
+        if len(learners) == 1:  # one vector for the whole log
+            w = fitted.get(int(learners[0]), default)
+        else:
+            w = np.array([fitted.get(int(k), default) for k in log.learners], float)
         played = memory.replay(cards=log.pairs, days=log.days, passed=log.passed, w=w)
         last = last_states(log.pairs, log.days, played)
     rows: list[tuple[int, float | None, float | None, dt.date | None, dt.datetime | None]] = []
@@ -464,5 +481,10 @@ def fit_learner(*, learner_id: int, at: dt.datetime) -> bool:
                 "history": history,
             },
         )
-        memory_states_rebuild(learner_id=learner_id)
+        # The log read above is the whole kept log: replayed again under the new fit.
+        _memories_store(
+            log=log,
+            states=learner_states(learner_id=learner_id),
+            fitted={learner_id: [float(x) for x in history[-1]["parameters"]]},
+        )
     return True

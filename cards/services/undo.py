@@ -14,6 +14,7 @@ from .. import ladder, selectors
 from ..models import ExerciseBinding, ReviewLog, ReviewState
 from . import review_days
 from .locks import learner_lock
+from .reviews import review_undone
 
 
 class UndoRefused(Exception):
@@ -54,6 +55,7 @@ def review_undo(*, learner: Any, review_id: int, at: dt.datetime) -> ReviewState
     # An exercise card's review came from its bound exercise's first submission:
     # unbinding it lets the queue hand out a fresh exercise for the repeated review.
     ExerciseBinding.objects.filter(review=log).update(review=None)
+    review_undone(learner=learner, card_id=log.card_id, at=at)
     return ReviewState.objects.get(learner=learner, card_id=log.card_id)
 
 

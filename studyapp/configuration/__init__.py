@@ -1,3 +1,4 @@
+# One module on purpose: every environment variable the service reads, in one table that the settings and docs/configuration.md share.
 """Every variable of the environment the service reads: its name, kind, default and meaning.
 
 ``studyapp/settings.py`` reads them all at once through :func:`read_all`, so a process

@@ -150,7 +150,10 @@ def test_each_query_is_one_statement_with_the_values_bound(queue):
     assert len(ctx.captured_queries) == 2
     count_sql, page_sql = (q["sql"] for q in ctx.captured_queries)
     assert str(alice.pk) in count_sql and "2026-03-04" in count_sql
-    assert str(bob.pk) in page_sql and "LIMIT 20 OFFSET 0" in page_sql
+    assert str(bob.pk) in page_sql and page_sql.endswith("LIMIT 20")  # page 1: no OFFSET
+    with CaptureQueriesContext(connection) as ctx:
+        due.due_page(learner=bob, today=TODAY, offset=1, limit=20)
+    assert ctx.captured_queries[0]["sql"].endswith("LIMIT 20 OFFSET 1")
 
 
 # --- CompiledQuery --------------------------------------------------------------------

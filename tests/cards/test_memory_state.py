@@ -247,3 +247,38 @@ def test_the_migration_fills_the_memory_from_the_log(learner, other_learner, dec
         assert_kept_is_replayed(who, at.date(), current={c.pk for c in cards})
     fitted = ReviewState.objects.get(learner=other_learner, card=cards[1])
     assert fitted.stability == pytest.approx(12.0)  # a first pass, under the learner's fit
+
+
+def test_a_new_fit_stores_every_states_memory_under_it(learner, deck):
+    from cards.services.memory import fit_learner
+
+    rng = np.random.default_rng(3)
+    extra = Card.objects.bulk_create(
+        Card(deck=deck, kind="recall", prompt=f"B{i}", answer="A", position=10 + i)
+        for i in range(40)
+    )
+    enrol(learner, deck)
+    rows = []
+    for card in extra:
+        day = START.date()
+        for _ in range(12):
+            day += dt.timedelta(days=int(rng.choice([1, 3, 7, 14, 30])))
+            rows.append(
+                ReviewLog(
+                    learner=learner,
+                    card=card,
+                    reviewed_at=dt.datetime.combine(day, dt.time(12), tzinfo=dt.UTC),
+                    study_day=day,
+                    result="pass" if rng.random() < 0.85 else "fail",
+                    step_before=0,
+                    step_after=0,
+                    interval_days=1,
+                    due_before=day,
+                    due_after=day,
+                )
+            )
+    ReviewLog.objects.bulk_create(rows)  # written straight to the table, as a bulk load
+    assert fit_learner(learner_id=learner.pk, at=START + dt.timedelta(days=400))
+    fitted = MemoryParameters.objects.get(learner=learner)
+    assert fitted.fitted and list(fitted.parameters) != list(memory.DEFAULT_PARAMETERS)
+    assert_kept_is_replayed(learner, dt.date(2027, 6, 1), current={c.pk for c in extra})
